@@ -1,0 +1,381 @@
+"""A memory concept: one Markdown file with YAML frontmatter, and the rules it must follow.
+
+No I/O here: parse bytes, validate input, render bytes. The frontmatter is OKF v0.1-compatible
+(``type`` required; ``title``, ``description``, ``tags``, ``timestamp``) plus gitmem's own fields.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass, field, fields, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+from .errors import InvalidInput, MalformedConcept
+
+TYPES = (
+    "fact",
+    "preference",
+    "decision",
+    "convention",
+    "pattern",
+    "method",
+    "insight",
+    "idea",
+    "lesson",
+    "techchoice",
+)
+SOURCES = ("user", "agent", "slack", "consolidation", "import")
+STATES = ("active", "pending", "archived")
+
+NEW_POTENCY = 0.8
+DAILY_DECAY = 0.95
+USE_BOOST = 0.3
+ACTIVE_FLOOR = 0.15
+ARCHIVE_BELOW = 0.10
+
+_ID = re.compile(r"^[0-9a-f]{10}$")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_SLUG_DROP = re.compile(r"[^\w]+")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_MAX_SLUG = 60
+
+
+def now() -> datetime:
+    """The current time in UTC, to the second."""
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def iso(moment: datetime) -> str:
+    """Format a time as ``2026-11-30T06:04:46Z``."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: Any) -> datetime | None:
+    """Read a timestamp from frontmatter (YAML may already have made it a datetime)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    text = str(value).strip().replace("Z", "+00:00")
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def new_id() -> str:
+    """A short random id, stable for the life of the memory."""
+    return secrets.token_hex(5)
+
+
+def is_id(value: str) -> bool:
+    """Whether ``value`` has the shape of a memory id."""
+    return bool(_ID.match(value))
+
+
+def decayed(potency: float, since: datetime | None, at: datetime, *, tenured: bool = False) -> float:
+    """Potency after the days between ``since`` and ``at`` without use (pure; apply it freely)."""
+    if since is None or at <= since:
+        value = potency
+    else:
+        days = (at - since).total_seconds() / 86400
+        value = potency * math.pow(DAILY_DECAY, days)
+    if tenured:
+        # Tenured memories fade, but never below the active tier.
+        value = max(value, min(potency, ACTIVE_FLOOR))
+    return value
+
+
+def used(potency: float, since: datetime | None, at: datetime, *, tenured: bool = False) -> float:
+    """Potency right after one use at ``at``: decay to then, plus the use boost, capped at 1."""
+    return min(1.0, decayed(potency, since, at, tenured=tenured) + USE_BOOST)
+
+
+def tier(potency: float) -> str:
+    """``active`` (>= 0.15), ``low`` (0.10 to 0.15) or ``archived`` (< 0.10)."""
+    if potency >= ACTIVE_FLOOR:
+        return "active"
+    if potency >= ARCHIVE_BELOW:
+        return "low"
+    return "archived"
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One memory concept, as stored in ``<type>/<slug>.md``."""
+
+    id: str
+    type: str
+    text: str
+    title: str
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+    source: str = "user"
+    author: str | None = None
+    created: datetime = field(default_factory=now)
+    updated: datetime = field(default_factory=now)
+    potency: float = NEW_POTENCY
+    last_used: datetime | None = None
+    access_count: int = 0
+    state: str = "active"
+    tenured: bool = False
+    verified: tuple[str, ...] = ()
+    related: tuple[str, ...] = ()
+    supersedes: tuple[str, ...] = ()
+    archived_reason: str | None = None
+    path: str = ""
+
+    def potency_at(self, at: datetime) -> float:
+        """Potency at a moment, decayed lazily from the last use (or creation)."""
+        return decayed(self.potency, self.last_used or self.created, at, tenured=self.tenured)
+
+    def with_use(self, at: datetime, count: int = 1) -> Memory:
+        """The memory after ``count`` uses at ``at``."""
+        potency = self.potency
+        since = self.last_used or self.created
+        for _ in range(count):
+            potency = used(potency, since, at, tenured=self.tenured)
+            since = at
+        return replace(self, potency=round(potency, 4), last_used=at,
+                       access_count=self.access_count + count)
+
+    def replace(self, **changes: Any) -> Memory:
+        """Return a copy with some fields changed."""
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, datetime):
+                value = iso(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+
+# --- validation of what callers pass in -------------------------------------------------------
+
+
+def clean_text(text: Any, *, limit: int, what: str = "text") -> str:
+    """Validate memory text: a non-empty string of valid UTF-8 within ``limit`` characters."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidInput(f"{what} is not valid UTF-8 (byte {exc.start})") from exc
+    if not isinstance(text, str):
+        raise InvalidInput(f"{what} must be a string")
+    if _SURROGATE.search(text):
+        raise InvalidInput(f"{what} is not valid UTF-8")
+    if "\x00" in text:
+        raise InvalidInput(f"{what} must not contain NUL bytes")
+    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").strip()
+    if not text:
+        raise InvalidInput(f"{what} is empty: say what to remember")
+    if len(text) > limit:
+        raise InvalidInput(f"{what} is {len(text)} characters; the limit is {limit}")
+    return text
+
+
+def clean_title(title: Any, *, limit: int) -> str:
+    """Validate a title: one line, no control characters, nothing that looks like a path escape."""
+    title = clean_text(title, limit=limit, what="title")
+    if _CONTROL.search(title) or "\n" in title:
+        raise InvalidInput("title must be one line without control characters")
+    parts = re.split(r"[/\\]", title)
+    if title.startswith(("/", "\\", "~")) or ".." in parts or "." in parts:
+        raise InvalidInput(f"title {title!r} looks like a file path; use plain words")
+    return title
+
+
+def clean_type(value: Any) -> str:
+    """Validate a memory type against the ten known types."""
+    if not isinstance(value, str) or value.strip().lower() not in TYPES:
+        raise InvalidInput(f"unknown type {value!r}; use one of: {', '.join(TYPES)}")
+    return value.strip().lower()
+
+
+def clean_source(value: Any) -> str:
+    """Validate a memory source."""
+    if not isinstance(value, str) or value not in SOURCES:
+        raise InvalidInput(f"unknown source {value!r}; use one of: {', '.join(SOURCES)}")
+    return value
+
+
+def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200) -> tuple[str, ...]:
+    """Validate a list of short strings (tags, paths), dropping blanks and repeats, keeping order."""
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    out: list[str] = []
+    for value in values:
+        if not isinstance(value, str):
+            raise InvalidInput(f"each {what} must be a string")
+        value = value.strip()
+        if not value:
+            continue
+        if _CONTROL.search(value) or _SURROGATE.search(value):
+            raise InvalidInput(f"{what} {value!r} holds control characters or invalid UTF-8")
+        if len(value) > limit:
+            raise InvalidInput(f"{what} {value[:40]!r}... is over {limit} characters")
+        if value not in out:
+            out.append(value)
+    return tuple(out)
+
+
+def title_from(text: str, limit: int = 80) -> str:
+    """A title made from the first line of the text."""
+    first = text.strip().splitlines()[0].strip()
+    first = _CONTROL.sub(" ", first)
+    if len(first) > limit:
+        first = first[: limit - 1].rstrip() + "…"
+    return first
+
+
+def description_from(text: str, limit: int = 160) -> str:
+    """A one-sentence description for OKF readers."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def slugify(title: str) -> str:
+    """A file-name slug for Chinese or English titles; never empty, never a path."""
+    folded = unicodedata.normalize("NFKC", title).casefold()
+    slug = _SLUG_DROP.sub("-", folded).strip("-_")
+    slug = re.sub(r"[_-]{2,}", "-", slug)[:_MAX_SLUG].strip("-_")
+    return slug or "memory"
+
+
+def file_path(memory_type: str, slug: str) -> str:
+    """Repository path of a memory file."""
+    return f"{memory_type}/{slug}.md"
+
+
+# --- parsing and rendering ---------------------------------------------------------------------
+
+_ORDER = (
+    "type", "title", "description", "tags", "timestamp", "id", "source", "author", "created",
+    "updated", "paths", "potency", "last_used", "access_count", "state", "tenured", "verified",
+    "related", "supersedes", "archived_reason",
+)
+
+
+def render(memory: Memory) -> bytes:
+    """Serialise a memory to Markdown with YAML frontmatter."""
+    meta: dict[str, Any] = {
+        "type": memory.type,
+        "title": memory.title,
+        "description": memory.description or description_from(memory.text),
+        "tags": list(memory.tags),
+        "timestamp": iso(memory.updated),
+        "id": memory.id,
+        "source": memory.source,
+        "author": memory.author,
+        "created": iso(memory.created),
+        "updated": iso(memory.updated),
+        "paths": list(memory.paths),
+        "potency": round(memory.potency, 4),
+        "last_used": iso(memory.last_used) if memory.last_used else None,
+        "access_count": memory.access_count,
+        "state": memory.state,
+        "tenured": memory.tenured,
+        "verified": list(memory.verified),
+        "related": list(memory.related),
+        "supersedes": list(memory.supersedes),
+    }
+    if memory.archived_reason:
+        meta["archived_reason"] = memory.archived_reason
+    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=1000)
+    return f"---\n{front}---\n\n{memory.text.strip()}\n".encode()
+
+
+def parse(data: bytes, path: str) -> Memory:
+    """Parse a memory file; a malformed one raises :class:`MalformedConcept` naming ``path``."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedConcept(path, f"not valid UTF-8 (byte {exc.start})") from exc
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    match = re.match(r"^---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)(.*)$", text, re.DOTALL)
+    if not match:
+        raise MalformedConcept(path, "no YAML frontmatter between '---' lines at the top")
+    try:
+        meta = yaml.safe_load(match.group(1))
+    except yaml.YAMLError as exc:
+        raise MalformedConcept(path, f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    if not isinstance(meta, dict):
+        raise MalformedConcept(path, "frontmatter must be a mapping of fields")
+    body = match.group(2).strip()
+    try:
+        return _from_meta(meta, body, path)
+    except (TypeError, ValueError) as exc:
+        raise MalformedConcept(path, str(exc)) from exc
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def _strings(meta: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = meta.get(key)
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if not isinstance(value, list):
+        raise ValueError(f"'{key}' must be a list")
+    return tuple(str(v) for v in value if v is not None)
+
+
+def _from_meta(meta: dict[str, Any], body: str, path: str) -> Memory:
+    memory_type = meta.get("type")
+    if memory_type not in TYPES:
+        raise ValueError(f"'type' must be one of {', '.join(TYPES)}, not {memory_type!r}")
+    memory_id = str(meta.get("id") or "")
+    if not is_id(memory_id):
+        raise ValueError(f"'id' must be 10 hex characters, not {memory_id!r}")
+    if not body:
+        raise ValueError("the memory has no text below the frontmatter")
+    state = meta.get("state", "active")
+    if state not in STATES:
+        raise ValueError(f"'state' must be one of {', '.join(STATES)}, not {state!r}")
+    potency = float(meta.get("potency", NEW_POTENCY))
+    if not 0.0 <= potency <= 1.0:
+        raise ValueError(f"'potency' must be between 0 and 1, not {potency}")
+    stamp = parse_time(meta.get("timestamp"))
+    created = parse_time(meta.get("created")) or stamp or datetime(1970, 1, 1, tzinfo=UTC)
+    source = str(meta.get("source") or "import")
+    return Memory(
+        id=memory_id,
+        type=memory_type,
+        text=body,
+        title=str(meta.get("title") or title_from(body)),
+        description=str(meta.get("description") or ""),
+        tags=_strings(meta, "tags"),
+        paths=_strings(meta, "paths"),
+        source=source if source in SOURCES else "import",
+        author=None if meta.get("author") is None else str(meta["author"]),
+        created=created,
+        updated=parse_time(meta.get("updated")) or stamp or created,
+        potency=potency,
+        last_used=parse_time(meta.get("last_used")),
+        access_count=int(meta.get("access_count") or 0),
+        state=state,
+        tenured=bool(meta.get("tenured", False)),
+        verified=_strings(meta, "verified"),
+        related=_strings(meta, "related"),
+        supersedes=_strings(meta, "supersedes"),
+        archived_reason=None if not meta.get("archived_reason") else str(meta["archived_reason"]),
+        path=path,
+    )

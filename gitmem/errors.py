@@ -1,0 +1,105 @@
+"""The exceptions gitmem raises, one tree so front ends can map them to exit codes and HTTP statuses.
+
+::
+
+    GitmemError
+     ├── InvalidInput            bad text, type, title, id, namespace or option   (CLI exit 2, HTTP 400)
+     ├── NotFound                                                                   (CLI exit 3, HTTP 404)
+     │    ├── NamespaceNotFound
+     │    ├── MemoryNotFound
+     │    ├── CommitNotFound
+     │    └── ReviewNotFound
+     ├── Conflict                                                                   (CLI exit 4, HTTP 409)
+     │    ├── RevertConflict     the revert would not apply cleanly
+     │    ├── RefRaceLost        compare-and-swap kept losing to other writers
+     │    └── StaleReview        main changed the reviewed memories meanwhile
+     ├── MalformedConcept        a memory file that does not parse (names the file)  (HTTP 422)
+     ├── PermissionDenied        the caller may not do this                          (HTTP 403)
+     └── Unavailable             a backing service (LLM, broker) did not answer      (HTTP 503)
+
+Every message says what was wrong and, where it helps, what to do instead.
+"""
+
+from __future__ import annotations
+
+
+class GitmemError(Exception):
+    """Base of every error gitmem raises on purpose."""
+
+    exit_code = 1
+    http_status = 500
+
+
+class InvalidInput(GitmemError, ValueError):
+    """The caller passed something gitmem cannot accept; nothing was changed."""
+
+    exit_code = 2
+    http_status = 400
+
+
+class NotFound(GitmemError, LookupError):
+    """A namespace, memory, commit or review that does not exist."""
+
+    exit_code = 3
+    http_status = 404
+
+
+class NamespaceNotFound(NotFound):
+    """The namespace has no repository yet."""
+
+
+class MemoryNotFound(NotFound):
+    """No memory has that id."""
+
+
+class CommitNotFound(NotFound):
+    """The commit id names no commit in the repository."""
+
+
+class ReviewNotFound(NotFound):
+    """No review has that number."""
+
+
+class Conflict(GitmemError):
+    """The change collides with the current state of the repository."""
+
+    exit_code = 4
+    http_status = 409
+
+
+class RevertConflict(Conflict):
+    """Reverting the commit would conflict with later changes."""
+
+
+class RefRaceLost(Conflict):
+    """Other writers kept moving the branch; the change was not written."""
+
+
+class StaleReview(Conflict):
+    """The memories under review changed on main after the review was opened."""
+
+
+class MalformedConcept(GitmemError):
+    """A memory file in the repository does not parse."""
+
+    exit_code = 5
+    http_status = 422
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class PermissionDenied(GitmemError):
+    """The caller is not allowed to do this."""
+
+    exit_code = 6
+    http_status = 403
+
+
+class Unavailable(GitmemError):
+    """A service gitmem depends on did not answer."""
+
+    exit_code = 7
+    http_status = 503

@@ -1,0 +1,265 @@
+"""The search index and the usage log: derived, disposable state beside each repository.
+
+The index is a SQLite database with an FTS5 table, rebuilt from the repository or brought up to
+date from the git diff between the commit it last saw and the branch head. It is never the source
+of truth: delete it and the next call rebuilds it. The usage log records reads (recall hits) so a
+read never costs a commit; :meth:`MemoryService.fold_usage` folds it into the files in one commit.
+Losing the usage log loses no memory content, only some potency boosts.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pygit2
+
+from .concepts import TYPES, Memory, parse, parse_time
+from .errors import MalformedConcept
+from .similarity import normalise, tokens
+from .store import Store
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS memories(
+    rowid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    path TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL,
+    state TEXT NOT NULL,
+    norm TEXT NOT NULL,
+    tokens TEXT NOT NULL,
+    doc TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memories_id ON memories(id);
+CREATE INDEX IF NOT EXISTS memories_norm ON memories(norm);
+CREATE TABLE IF NOT EXISTS problems(path TEXT PRIMARY KEY, reason TEXT NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
+    tokens, tokenize = "unicode61 remove_diacritics 0 tokenchars '_'"
+);
+"""
+_SCHEMA_VERSION = "1"
+
+
+def is_memory_path(path: str) -> bool:
+    """Whether a repository path holds a memory: ``<type>/<name>.md``."""
+    folder, _, name = path.partition("/")
+    return folder in TYPES and name.endswith(".md") and "/" not in name
+
+
+@dataclass(frozen=True)
+class Row:
+    """A memory as the index holds it, with the tokens used for matching."""
+
+    memory: Memory
+    tokens: frozenset[str]
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+def memory_to_doc(memory: Memory) -> str:
+    return json.dumps(memory.to_dict(), ensure_ascii=False)
+
+
+def doc_to_memory(doc: str) -> Memory:
+    data: dict[str, Any] = json.loads(doc)
+    for key in ("created", "updated", "last_used"):
+        data[key] = parse_time(data[key])
+    for key in ("tags", "paths", "verified", "related", "supersedes"):
+        data[key] = tuple(data[key])
+    return Memory(**data)
+
+
+class SearchIndex:
+    """FTS5 index of one namespace's memories, kept in step with the branch head."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.db = _connect(path)
+        version = None
+        try:
+            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            version = row[0] if row else None
+        except sqlite3.OperationalError:
+            pass
+        if version != _SCHEMA_VERSION:
+            self.db.executescript(
+                "DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS memories; "
+                "DROP TABLE IF EXISTS problems; DROP TABLE IF EXISTS fts;"
+            )
+            self.db.executescript(_SCHEMA)
+            self.db.execute("INSERT INTO meta VALUES('schema', ?)", (_SCHEMA_VERSION,))
+
+    def close(self) -> None:
+        self.db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    def indexed_commit(self) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE key='commit'").fetchone()
+        return row[0] if row else None
+
+    def sync(self, store: Store, head: pygit2.Commit | None = None) -> None:
+        """Bring the index to the head of main, reading only the files that changed."""
+        head = head or store.head()
+        head_id = str(head.id)
+        if self.indexed_commit() == head_id:
+            return
+        with self._write() as db:
+            seen = self.indexed_commit()  # another process may have synced meanwhile
+            if seen == head_id:
+                return
+            old: pygit2.Commit | None = None
+            if seen is not None:
+                try:
+                    old = store.commit(seen)
+                except LookupError:
+                    old = None
+            if old is None:
+                db.execute("DELETE FROM memories")
+                db.execute("DELETE FROM fts")
+                db.execute("DELETE FROM problems")
+            for old_path, new_path in store.changed_paths(old, head):
+                if old_path and is_memory_path(old_path):
+                    self._remove(db, old_path)
+                if new_path and is_memory_path(new_path):
+                    data = store.read(new_path, head)
+                    if data is not None:
+                        self._add(db, new_path, data)
+            db.execute("INSERT OR REPLACE INTO meta VALUES('commit', ?)", (head_id,))
+
+    def _remove(self, db: sqlite3.Connection, path: str) -> None:
+        row = db.execute("SELECT rowid FROM memories WHERE path=?", (path,)).fetchone()
+        if row:
+            db.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
+            db.execute("DELETE FROM memories WHERE rowid=?", (row[0],))
+        db.execute("DELETE FROM problems WHERE path=?", (path,))
+
+    def _add(self, db: sqlite3.Connection, path: str, data: bytes) -> None:
+        try:
+            memory = parse(data, path)
+        except MalformedConcept as exc:
+            db.execute("INSERT OR REPLACE INTO problems VALUES(?, ?)", (path, exc.reason))
+            return
+        text = f"{memory.title}\n{memory.text}\n{' '.join(memory.tags)}"
+        toks = " ".join(tokens(text))
+        cur = db.execute(
+            "INSERT INTO memories(id, path, type, state, norm, tokens, doc) VALUES(?,?,?,?,?,?,?)",
+            (memory.id, path, memory.type, memory.state, normalise(memory.text), toks,
+             memory_to_doc(memory)),
+        )
+        db.execute("INSERT INTO fts(rowid, tokens) VALUES(?, ?)", (cur.lastrowid, toks))
+
+    # --- queries -------------------------------------------------------------------------------
+
+    def get(self, memory_id: str) -> Memory | None:
+        row = self.db.execute("SELECT doc FROM memories WHERE id=? ORDER BY rowid LIMIT 1",
+                              (memory_id,)).fetchone()
+        return doc_to_memory(row[0]) if row else None
+
+    def by_norm(self, norm: str) -> list[Memory]:
+        rows = self.db.execute("SELECT doc FROM memories WHERE norm=?", (norm,)).fetchall()
+        return [doc_to_memory(r[0]) for r in rows]
+
+    def path_taken(self, path: str) -> bool:
+        return self.db.execute("SELECT 1 FROM memories WHERE path=?", (path,)).fetchone() is not None
+
+    def search(self, query_tokens: Iterable[str], limit: int = 50) -> list[tuple[Row, float]]:
+        """Memories sharing tokens with the query, best BM25 first, with their BM25 score (> 0)."""
+        unique = sorted(set(query_tokens))
+        if not unique:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+        rows = self.db.execute(
+            "SELECT m.doc, m.tokens, bm25(fts) AS score FROM fts JOIN memories m ON m.rowid = fts.rowid "
+            "WHERE fts MATCH ? ORDER BY score LIMIT ?",
+            (match, limit),
+        ).fetchall()
+        return [(Row(doc_to_memory(d), frozenset(t.split())), -s) for d, t, s in rows]
+
+    def all(self, *, states: Iterable[str] | None = None, types: Iterable[str] | None = None,
+            offset: int = 0, limit: int = -1, with_paths: bool = False) -> list[Memory]:
+        """Memories in path order, filtered by state and type."""
+        sql, args = "SELECT doc FROM memories WHERE 1=1", []
+        if states is not None:
+            states = list(states)
+            sql += f" AND state IN ({','.join('?' * len(states))})"
+            args += states
+        if types is not None:
+            types = list(types)
+            sql += f" AND type IN ({','.join('?' * len(types))})"
+            args += types
+        if with_paths:
+            sql += " AND json_array_length(json_extract(doc, '$.paths')) > 0"
+        sql += " ORDER BY path LIMIT ? OFFSET ?"
+        args += [limit, offset]
+        return [doc_to_memory(r[0]) for r in self.db.execute(sql, args).fetchall()]
+
+    def rows(self, *, states: Iterable[str]) -> list[Row]:
+        """Every memory in the given states with its tokens (for clustering)."""
+        states = list(states)
+        rows = self.db.execute(
+            f"SELECT doc, tokens FROM memories WHERE state IN ({','.join('?' * len(states))}) ORDER BY path",
+            states,
+        ).fetchall()
+        return [Row(doc_to_memory(d), frozenset(t.split())) for d, t in rows]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        by_state = dict(self.db.execute("SELECT state, COUNT(*) FROM memories GROUP BY state").fetchall())
+        by_type = dict(self.db.execute("SELECT type, COUNT(*) FROM memories GROUP BY type").fetchall())
+        return {"state": by_state, "type": by_type}
+
+    def problems(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT path, reason FROM problems ORDER BY path").fetchall())
+
+
+class UsageLog:
+    """Append-only record of memory uses, folded into the repository later."""
+
+    def __init__(self, path: Path) -> None:
+        self.db = _connect(path)
+        self.db.execute("CREATE TABLE IF NOT EXISTS uses(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, at TEXT NOT NULL)")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def record(self, memory_ids: Iterable[str], at: datetime) -> None:
+        stamp = at.isoformat()
+        self.db.executemany("INSERT INTO uses(id, at) VALUES(?, ?)", [(m, stamp) for m in memory_ids])
+
+    def pending(self, up_to: int | None = None) -> dict[str, tuple[int, datetime]]:
+        """Uses not yet folded: memory id -> (count, last use)."""
+        sql = "SELECT id, COUNT(*), MAX(at) FROM uses"
+        args: list[Any] = []
+        if up_to is not None:
+            sql += " WHERE seq <= ?"
+            args.append(up_to)
+        rows = self.db.execute(sql + " GROUP BY id", args).fetchall()
+        return {r[0]: (r[1], datetime.fromisoformat(r[2])) for r in rows}
+
+    def high_water(self) -> int:
+        row = self.db.execute("SELECT MAX(seq) FROM uses").fetchone()
+        return int(row[0] or 0)
+
+    def clear(self, up_to: int) -> None:
+        self.db.execute("DELETE FROM uses WHERE seq <= ?", (up_to,))

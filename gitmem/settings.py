@@ -1,0 +1,161 @@
+"""Settings: the one place gitmem reads the environment.
+
+Every front end (CLI, web app, Celery worker, Slack bot) builds a :class:`Settings` with
+:meth:`Settings.from_env` and hands it to :class:`gitmem.service.MemoryService`. Tests build one
+directly. Secrets live in the environment or in a file outside the repository
+(``GITMEM_CONFIG``, a YAML file of the same keys in lower case without the prefix).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InvalidInput
+
+
+def default_home() -> Path:
+    """Per-user data directory: ``$XDG_DATA_HOME/gitmem`` or ``~/.local/share/gitmem``."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    return base / "gitmem"
+
+
+def _split(value: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def _mapping(value: str) -> dict[str, str]:
+    """Parse ``"C123=team,C456=ops"`` into a dict."""
+    out: dict[str, str] = {}
+    for part in _split(value):
+        key, sep, val = part.partition("=")
+        if not sep or not key.strip() or not val.strip():
+            raise InvalidInput(f"expected KEY=VALUE pairs separated by commas, got {part!r}")
+        out[key.strip()] = val.strip()
+    return out
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything gitmem can be configured with; immutable once built."""
+
+    home: Path = field(default_factory=default_home)
+    default_namespace: str = "default"
+
+    # Memory limits and write gate.
+    max_text_chars: int = 4000
+    max_title_chars: int = 200
+    high_similarity: float = 0.8
+
+    # Consolidation.
+    cluster_threshold: float = 0.3
+    pair_threshold: float = 0.85
+    merged_max_chars: int = 200
+    consolidate_min_active: int = 15
+    consolidate_interval_hours: float = 24.0
+    consolidate_schedule_hours: float = 24.0
+
+    # Celery: unset broker means the embedded, serverless one under ``home``.
+    broker_url: str | None = None
+    result_backend: str | None = None
+
+    # LLM port: unset base URL means the offline rule-based default.
+    llm_base_url: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: str | None = None
+    llm_timeout: float = 30.0
+    llm_retries: int = 2
+
+    # Web.
+    secret_key: str | None = None
+    hmac_secret: str | None = None
+    max_request_bytes: int = 256 * 1024
+    maintainers: tuple[str, ...] = ()
+    direct_amend_roles: tuple[str, ...] = ("admin", "reviewer")
+
+    # Slack.
+    slack_bot_token: str | None = None
+    slack_signing_secret: str | None = None
+    slack_app_token: str | None = None
+    slack_api_url: str | None = None
+    slack_channel_namespaces: Mapping[str, str] = field(default_factory=dict)
+    slack_reviewers: tuple[str, ...] = ()
+    slack_review_channel: str | None = None
+
+    @property
+    def repos_dir(self) -> Path:
+        """Where the bare repositories live, one per namespace."""
+        return self.home / "repos"
+
+    @property
+    def state_dir(self) -> Path:
+        """Derived, disposable state: search indexes, usage logs, broker files."""
+        return self.home / "state"
+
+    def with_(self, **changes: Any) -> Settings:
+        """Return a copy with some fields changed."""
+        return replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``GITMEM_*`` (and ``SLACK_*``) variables and ``GITMEM_CONFIG``."""
+        env = dict(os.environ if environ is None else environ)
+        values: dict[str, Any] = {}
+        config_file = env.get("GITMEM_CONFIG")
+        if config_file:
+            values.update(_load_config_file(Path(config_file)))
+        known = {f.name: f for f in fields(cls)}
+        for name in known:
+            for key in (f"GITMEM_{name.upper()}", name.upper() if name.startswith("slack_") else ""):
+                if key and key in env:
+                    values[name] = env[key]
+        return cls(**{name: _coerce(name, value, known[name].type) for name, value in values.items()})
+
+
+def _load_config_file(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise InvalidInput(f"cannot read GITMEM_CONFIG file {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"GITMEM_CONFIG file {path} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InvalidInput(f"GITMEM_CONFIG file {path} must hold a mapping of settings")
+    known = {f.name for f in fields(Settings)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise InvalidInput(f"GITMEM_CONFIG file {path}: unknown settings {', '.join(unknown)}")
+    return data
+
+
+def _coerce(name: str, value: Any, annotation: Any) -> Any:
+    """Turn strings from the environment into the field's type."""
+    kind = str(annotation)
+    if not isinstance(value, str):
+        if "tuple" in kind and isinstance(value, list):
+            return tuple(str(v) for v in value)
+        if kind == "Path":
+            return Path(value)
+        return value
+    try:
+        if kind == "Path":
+            return Path(value).expanduser()
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+        if "tuple" in kind:
+            return _split(value)
+        if "Mapping" in kind:
+            return _mapping(value)
+    except ValueError as exc:
+        raise InvalidInput(f"setting {name}: cannot read {value!r}: {exc}") from exc
+    if "None" in kind and value == "":
+        return None
+    return value

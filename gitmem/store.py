@@ -1,0 +1,344 @@
+"""The git object layer: one bare repository per namespace, written with pygit2, no working tree.
+
+Every change is built bottom-up (blobs, trees, commit) and only then published by moving the
+branch with a compare-and-swap ref update, so a reader never sees half of a change. Losers of a
+race rebuild their change on the new head and try again. The reflog records every ref move.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pygit2
+from pygit2.enums import FileMode, ObjectType
+
+from .errors import CommitNotFound, InvalidInput, RefRaceLost, RevertConflict
+
+MAIN = "refs/heads/main"
+TRAILER_KEYS = ("Memory-Id", "Action", "Source", "Actor")
+_STALE_LOCK_SECONDS = 10.0
+_HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+_BOT = pygit2.Signature("gitmem", "gitmem@localhost")
+
+# A file's new content, or None to delete it.
+Changes = Mapping[str, bytes | None]
+
+
+@dataclass(frozen=True)
+class Change:
+    """What one commit should do: file changes and the message (with trailers) that explains them."""
+
+    changes: Changes
+    summary: str
+    action: str
+    memory_ids: tuple[str, ...] = ()
+    source: str | None = None
+    actor: str | None = None
+    body: str = ""
+    extra_trailers: tuple[tuple[str, str], ...] = ()
+    tree: pygit2.Oid | None = None  # a tree computed elsewhere (revert); overrides ``changes``
+
+    def message(self) -> str:
+        """The full commit message: summary line, optional body, trailers."""
+        trailers = [f"Memory-Id: {memory_id}" for memory_id in self.memory_ids]
+        trailers.append(f"Action: {self.action}")
+        if self.source:
+            trailers.append(f"Source: {self.source}")
+        trailers.append(f"Actor: {self.actor or 'gitmem'}")
+        trailers.extend(f"{key}: {value}" for key, value in self.extra_trailers)
+        summary = " ".join(self.summary.split())
+        if len(summary) > 72:
+            summary = summary[:71] + "…"
+        parts = [summary]
+        if self.body.strip():
+            parts.append(self.body.strip())
+        parts.append("\n".join(trailers))
+        return "\n\n".join(parts) + "\n"
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit as front ends show it."""
+
+    id: str
+    summary: str
+    message: str
+    time: int
+    actor: str
+    action: str
+    memory_ids: tuple[str, ...]
+    parents: tuple[str, ...]
+    trailers: dict[str, list[str]] = field(default_factory=dict)
+
+
+def parse_trailers(message: str) -> dict[str, list[str]]:
+    """Read ``Key: value`` trailers from the last paragraph of a commit message."""
+    paragraphs = [p for p in message.strip().split("\n\n") if p.strip()]
+    out: dict[str, list[str]] = {}
+    if len(paragraphs) < 2:
+        return out
+    for line in paragraphs[-1].splitlines():
+        key, sep, value = line.partition(": ")
+        if sep and re.match(r"^[A-Za-z][A-Za-z0-9-]*$", key):
+            out.setdefault(key, []).append(value.strip())
+    return out
+
+
+class Store:
+    """A bare memory repository on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.repo = pygit2.Repository(str(path))
+
+    @classmethod
+    def create(cls, path: Path, readme: bytes) -> Store:
+        """Create the bare repository with its first commit, or open it if it exists."""
+        if not (path / "HEAD").exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+            repo.config["core.logAllRefUpdates"] = "always"
+            repo.config["user.name"] = "gitmem"
+            repo.config["user.email"] = "gitmem@localhost"
+            # Served over smart HTTP; lets `git clone` work without a `git update-server-info`.
+            repo.config["http.receivepack"] = "false"
+        store = cls(path)
+        if store.head_id() is None:
+            change = Change({"README.md": readme}, "Initialize memory repository", "init")
+            oid = store.write_commit(None, change)
+            try:
+                store.move_ref(MAIN, oid, None, "init")
+            except RefRaceLost:
+                pass  # another process initialised it first: theirs stands
+        return store
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def head_id(self, ref: str = MAIN) -> str | None:
+        """The commit a ref points at, or None when it does not exist."""
+        try:
+            return str(self.repo.references[ref].target)
+        except KeyError:
+            return None
+
+    def head(self, ref: str = MAIN) -> pygit2.Commit:
+        """The commit a ref points at."""
+        oid = self.head_id(ref)
+        if oid is None:
+            raise CommitNotFound(f"branch {ref} does not exist")
+        return self.commit(oid)
+
+    def commit(self, rev: str) -> pygit2.Commit:
+        """Find a commit by full or abbreviated id; a clear error when it is not one."""
+        if not isinstance(rev, str) or not _HEX.match(rev):
+            raise InvalidInput(f"{rev!r} is not a commit id (4 to 40 hex characters)")
+        try:
+            obj = self.repo.revparse_single(rev)
+        except (KeyError, ValueError) as exc:
+            raise CommitNotFound(f"no commit {rev} in this repository") from exc
+        if obj.type != ObjectType.COMMIT:
+            raise CommitNotFound(f"{rev} is not a commit")
+        assert isinstance(obj, pygit2.Commit)
+        return obj
+
+    def read(self, path: str, commit: pygit2.Commit | None = None) -> bytes | None:
+        """A file's content at a commit (default: main), or None when it is absent."""
+        commit = commit or self.head()
+        try:
+            entry = commit.tree[path]
+        except KeyError:
+            return None
+        blob = self.repo[entry.id]
+        return blob.data if isinstance(blob, pygit2.Blob) else None
+
+    def files(self, commit: pygit2.Commit, folder: str | None = None) -> Iterator[tuple[str, bytes]]:
+        """Yield ``(path, content)`` of every blob below ``folder`` (default: the whole tree)."""
+        tree = commit.tree
+        prefix = ""
+        if folder:
+            try:
+                sub = self.repo[tree[folder].id]
+            except KeyError:
+                return
+            if not isinstance(sub, pygit2.Tree):
+                return
+            tree, prefix = sub, folder + "/"
+        yield from self._walk(tree, prefix)
+
+    def _walk(self, tree: pygit2.Tree, prefix: str) -> Iterator[tuple[str, bytes]]:
+        for entry in tree:
+            obj = self.repo[entry.id]
+            if isinstance(obj, pygit2.Tree):
+                yield from self._walk(obj, f"{prefix}{entry.name}/")
+            elif isinstance(obj, pygit2.Blob):
+                yield f"{prefix}{entry.name}", obj.data
+
+    def info(self, commit: pygit2.Commit) -> CommitInfo:
+        """Summarise a commit with its trailers."""
+        trailers = parse_trailers(commit.message)
+        return CommitInfo(
+            id=str(commit.id),
+            summary=commit.message.splitlines()[0] if commit.message else "",
+            message=commit.message,
+            time=commit.commit_time,
+            actor=(trailers.get("Actor") or [commit.author.name])[0],
+            action=(trailers.get("Action") or ["unknown"])[0],
+            memory_ids=tuple(trailers.get("Memory-Id", [])),
+            parents=tuple(str(p) for p in commit.parent_ids),
+            trailers=trailers,
+        )
+
+    def log(self, ref: str = MAIN) -> Iterator[pygit2.Commit]:
+        """Commits reachable from ``ref``, newest first."""
+        oid = self.head_id(ref)
+        if oid is None:
+            return
+        yield from self.repo.walk(pygit2.Oid(hex=oid), pygit2.enums.SortMode.TOPOLOGICAL)
+
+    def changed_paths(self, old: pygit2.Commit | None, new: pygit2.Commit) -> list[tuple[str | None, str | None]]:
+        """``(old_path, new_path)`` for every file that differs between two commits."""
+        if old is None:
+            return [(None, path) for path, _ in self.files(new)]
+        diff = self.repo.diff(old.tree, new.tree)
+        out: list[tuple[str | None, str | None]] = []
+        for delta in diff.deltas:
+            status = delta.status_char()
+            out.append((
+                None if status == "A" else delta.old_file.path,
+                None if status == "D" else delta.new_file.path,
+            ))
+        return out
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def write_tree(self, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:
+        """Write a new root tree: ``base`` with ``changes`` applied. Objects only, no refs."""
+        oid = self._apply(base, changes)
+        return oid if oid is not None else self.repo.TreeBuilder().write()
+
+    def _apply(self, tree: pygit2.Tree | None, changes: Changes) -> pygit2.Oid | None:
+        builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
+        nested: dict[str, dict[str, bytes | None]] = {}
+        for path, data in changes.items():
+            head, _, rest = path.partition("/")
+            if not head or head in (".", ".."):
+                raise InvalidInput(f"refusing to write outside the repository: {path!r}")
+            if rest:
+                nested.setdefault(head, {})[rest] = data
+            elif data is None:
+                if builder.get(head) is not None:
+                    builder.remove(head)
+            else:
+                builder.insert(head, self.repo.create_blob(data), FileMode.BLOB)
+        for name, sub_changes in nested.items():
+            sub: pygit2.Tree | None = None
+            if tree is not None and name in tree:
+                obj = self.repo[tree[name].id]
+                sub = obj if isinstance(obj, pygit2.Tree) else None
+            oid = self._apply(sub, sub_changes)
+            if oid is None:
+                if builder.get(name) is not None:
+                    builder.remove(name)
+            else:
+                builder.insert(name, oid, FileMode.TREE)
+        if len(builder) == 0:
+            return None
+        return builder.write()
+
+    def write_commit(self, parent: pygit2.Commit | None, change: Change, tree: pygit2.Oid | None = None) -> pygit2.Oid:
+        """Write the commit object for ``change`` on top of ``parent``; the ref is not moved."""
+        tree = tree or change.tree
+        if tree is None:
+            tree = self.write_tree(parent.tree if parent is not None else None, change.changes)
+        author = pygit2.Signature(_safe_name(change.actor), "gitmem@localhost")
+        parents = [parent.id] if parent is not None else []
+        return self.repo.create_commit(None, author, _BOT, change.message(), tree, parents)
+
+    def move_ref(self, ref: str, new: pygit2.Oid, old: str | None, reason: str) -> None:
+        """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``.
+
+        Raises :class:`RefRaceLost` when the ref is not at ``old`` any more or is locked by a
+        live writer; a lock file left by a crashed process is removed first.
+        """
+        self._clear_stale_lock(ref)
+        try:
+            if old is None:
+                self.repo.create_reference_direct(ref, new, False, message=reason)
+                return
+            current = self.repo.references[ref]
+            if str(current.target) != old:
+                raise RefRaceLost(f"{ref} moved")
+            current.set_target(new, reason)
+        except (pygit2.GitError, ValueError, KeyError, pygit2.AlreadyExistsError) as exc:
+            raise RefRaceLost(f"{ref}: {exc}") from exc
+
+    def _clear_stale_lock(self, ref: str) -> None:
+        lock = self.path / (ref + ".lock")
+        try:
+            age = time.time() - lock.stat().st_mtime
+        except FileNotFoundError:
+            return
+        if age > _STALE_LOCK_SECONDS:
+            # A live writer holds a ref lock for microseconds; this one outlived its process.
+            try:
+                os.unlink(lock)
+            except FileNotFoundError:
+                pass
+
+    def delete_ref(self, ref: str) -> None:
+        """Remove a ref if it exists."""
+        try:
+            self.repo.references.delete(ref)
+        except KeyError:
+            pass
+
+    def transact(
+        self,
+        plan: Callable[[pygit2.Commit], Change | None],
+        ref: str = MAIN,
+        attempts: int = 200,
+    ) -> pygit2.Oid | None:
+        """Apply ``plan`` to the head of ``ref`` and publish it, retrying when another writer wins.
+
+        ``plan`` is called again on the new head after every lost race, so a change is always
+        computed from the state it is committed on. It may return None to write nothing.
+        """
+        for attempt in range(attempts):
+            head_id = self.head_id(ref)
+            head = self.commit(head_id) if head_id else None
+            assert head is not None, f"{ref} has no commit; call Store.create first"
+            change = plan(head)
+            if change is None:
+                return None
+            oid = self.write_commit(head, change)
+            try:
+                self.move_ref(ref, oid, head_id, change.summary[:200])
+                return oid
+            except RefRaceLost:
+                time.sleep(random.uniform(0, min(0.05, 0.001 * (2**min(attempt, 6)))))
+        raise RefRaceLost(f"gave up after {attempts} attempts: {ref} kept moving; try again")
+
+    def revert_change(self, target: pygit2.Commit, onto: pygit2.Commit) -> pygit2.Oid:
+        """Tree of ``onto`` with ``target`` undone; raises :class:`RevertConflict` if it clashes."""
+        mainline = 1 if len(target.parents) > 1 else 0
+        if not target.parents:
+            raise RevertConflict(f"{str(target.id)[:10]} is the first commit; there is nothing before it")
+        index = self.repo.revert_commit(target, onto, mainline)
+        if index.conflicts is not None:
+            paths = sorted({(c[1] or c[2] or c[0]).path for c in index.conflicts if any(c)})
+            raise RevertConflict(
+                f"reverting {str(target.id)[:10]} conflicts with later changes to "
+                f"{', '.join(paths)}; restore those memories instead"
+            )
+        return index.write_tree(self.repo)
+
+
+def _safe_name(actor: str | None) -> str:
+    name = re.sub(r"[<>\n\r\x00]", "", actor or "gitmem").strip()
+    return name or "gitmem"

@@ -1,0 +1,44 @@
+"""Jinja2 templates shipped with gitmem: exports, LLM prompts, web pages and Slack messages.
+
+The templates live in the repository's root ``templates/`` folder, which the wheel installs as
+``gitmem/templates``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from .concepts import iso
+
+
+def templates_dir() -> Path:
+    """The folder holding the templates, installed or in a source checkout."""
+    installed = Path(__file__).parent / "templates"
+    if installed.is_dir():
+        return installed
+    return Path(__file__).resolve().parent.parent / "templates"
+
+
+@functools.cache
+def environment() -> jinja2.Environment:
+    """A Jinja2 environment for non-HTML templates (Markdown, prompts, JSON blocks)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        autoescape=jinja2.select_autoescape(["html", "htm", "xml"]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["iso"] = iso
+    env.filters["oneline"] = lambda s: " ".join(str(s).split())
+    return env
+
+
+def render_template(name: str, **context: Any) -> str:
+    """Render one template by its path below ``templates/``."""
+    return environment().get_template(name).render(**context)
