@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import logging
 import re
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +37,7 @@ from .store import MAIN, Change, CommitInfo, Store
 if TYPE_CHECKING:
     from .reviews import Review, Reviews
 
+log = logging.getLogger(__name__)
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 AUTO_SOURCES = ("agent", "import", "consolidation")
 FEEDBACK_ACTIONS = ("confirm", "reject", "discuss", "amend")
@@ -161,6 +163,10 @@ class MemoryService:
         self._open: dict[str, Namespace] = {}
         self._lock = threading.Lock()
         self._reviews: Reviews | None = None
+        # Called as listener(namespace, result) after every remember that wrote a commit; front
+        # ends use it to trigger consolidation (see gitmem.tasks). A failing listener is logged
+        # and never undoes the write.
+        self.write_listeners: list[Callable[[str, WriteResult], None]] = []
 
     # --- namespaces ----------------------------------------------------------------------------
 
@@ -486,7 +492,13 @@ class MemoryService:
 
         with self._using(namespace) as ns:
             commit = self._commit(ns, plan)
-        return WriteResult(result["outcome"], result["memory"], commit, result["similar_to"])
+        written = WriteResult(result["outcome"], result["memory"], commit, result["similar_to"])
+        for listener in list(self.write_listeners):
+            try:
+                listener(namespace, written)
+            except Exception:  # a trigger must never fail the write that fired it
+                log.exception("write listener %r failed", listener)
+        return written
 
     def amend(
         self,

@@ -1,0 +1,11 @@
+"""The ``gitmem`` command: a thin click wrapper over :class:`gitmem.service.MemoryService`.
+
+Each front end adds its commands in a module of its own; they are registered here.
+"""
+
+from __future__ import annotations
+
+from . import memory  # noqa: F401  (registers the core commands)
+from .base import main
+
+__all__ = ["main"]
