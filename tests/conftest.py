@@ -1,0 +1,46 @@
+"""Shared fixtures: a gitmem home in a temporary folder, a service over it, and git fsck."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings with GITMEM_HOME in a fresh temporary folder and nothing else configured."""
+    return Settings(home=tmp_path / "home")
+
+
+@pytest.fixture
+def svc(settings: Settings) -> Iterator[MemoryService]:
+    """A service with the ``default`` namespace created."""
+    service = MemoryService(settings)
+    service.init("default")
+    yield service
+    service.close()
+
+
+def git(repo: Path, *args: str) -> str:
+    """Run the real git client against a bare repository and return its output."""
+    done = subprocess.run(["git", "--git-dir", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+@pytest.fixture
+def fsck(settings: Settings) -> Callable[[str], None]:
+    """Check a namespace's repository with ``git fsck --strict``."""
+
+    def check(namespace: str = "default") -> None:
+        repo = settings.repos_dir / f"{namespace}.git"
+        done = subprocess.run(["git", "--git-dir", str(repo), "fsck", "--strict", "--no-progress"],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr + done.stdout
+
+    return check
