@@ -178,23 +178,23 @@ def clean_text(text: Any, *, limit: int, what: str = "text") -> str:
         raise InvalidInput(f"{what} is not valid UTF-8")
     if "\x00" in text:
         raise InvalidInput(f"{what} must not contain NUL bytes")
-    text = unicodedata.normalize("NFC", text).replace("\r\n", "\n").strip()
-    if not text:
-        raise InvalidInput(f"{what} is empty: say what to remember")
-    if len(text) > limit:
-        raise InvalidInput(f"{what} is {len(text)} characters; the limit is {limit}")
-    return text
+    value: str = unicodedata.normalize("NFC", text).replace("\r\n", "\n").strip()
+    if not value:
+        raise InvalidInput(f"{what} is empty" + (": say what to remember" if what == "text" else ""))
+    if len(value) > limit:
+        raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
+    return value
 
 
 def clean_title(title: Any, *, limit: int) -> str:
     """Validate a title: one line, no control characters, nothing that looks like a path escape."""
-    title = clean_text(title, limit=limit, what="title")
-    if _CONTROL.search(title) or "\n" in title:
+    value = clean_text(title, limit=limit, what="title")
+    if _CONTROL.search(value) or "\n" in value:
         raise InvalidInput("title must be one line without control characters")
-    parts = re.split(r"[/\\]", title)
-    if title.startswith(("/", "\\", "~")) or ".." in parts or "." in parts:
-        raise InvalidInput(f"title {title!r} looks like a file path; use plain words")
-    return title
+    parts = re.split(r"[/\\]", value)
+    if value.startswith(("/", "\\", "~")) or ".." in parts or "." in parts:
+        raise InvalidInput(f"title {value!r} looks like a file path; use plain words")
+    return value
 
 
 def clean_type(value: Any) -> str:

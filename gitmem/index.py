@@ -200,7 +200,8 @@ class SearchIndex:
     def all(self, *, states: Iterable[str] | None = None, types: Iterable[str] | None = None,
             offset: int = 0, limit: int = -1, with_paths: bool = False) -> list[Memory]:
         """Memories in path order, filtered by state and type."""
-        sql, args = "SELECT doc FROM memories WHERE 1=1", []
+        sql = "SELECT doc FROM memories WHERE 1=1"
+        args: list[Any] = []
         if states is not None:
             states = list(states)
             sql += f" AND state IN ({','.join('?' * len(states))})"

@@ -7,6 +7,7 @@ usage log under ``$GITMEM_HOME/state/<namespace>/``. Every change is one commit 
 
 from __future__ import annotations
 
+import builtins
 import fnmatch
 import json
 import logging
@@ -32,7 +33,7 @@ from .errors import (
 from .index import SearchIndex, UsageLog, is_memory_path
 from .settings import Settings
 from .similarity import dice, normalise, token_set, tokens
-from .store import MAIN, Change, CommitInfo, Store
+from .store import Change, CommitInfo, Store
 
 if TYPE_CHECKING:
     from .reviews import Review, Reviews
@@ -243,7 +244,7 @@ class MemoryService:
         return memory
 
     def list(self, namespace: str, *, state: str | None = None, type: str | None = None,
-             offset: int = 0, limit: int = 50) -> list[Memory]:
+             offset: int = 0, limit: int = 50) -> builtins.list[Memory]:
         """Memories in path order, optionally of one state or type."""
         if state is not None and state not in concepts.STATES:
             raise InvalidInput(f"unknown state {state!r}; use one of: {', '.join(concepts.STATES)}")
@@ -264,7 +265,7 @@ class MemoryService:
         return memory.potency_at(at)
 
     def recall(self, namespace: str, query: str = "", *, path: str | Sequence[str] | None = None,
-               limit: int = 10, record: bool = True, include_archived: bool = False) -> list[Hit]:
+               limit: int = 10, record: bool = True, include_archived: bool = False) -> builtins.list[Hit]:
         """Memories ranked by relevance x potency x recency, boosted where ``paths`` match ``path``.
 
         Archived memories and those whose potency fell below 0.10 are never returned unless
@@ -296,7 +297,7 @@ class MemoryService:
             if not query and not files:
                 for memory in ns.index.all(states=["active", "pending"]):
                     candidates[memory.id] = (memory, 1.0)
-            hits: list[Hit] = []
+            hits: builtins.list[Hit] = []
             for memory, relevance in candidates.values():
                 if memory.state == "archived" and not include_archived:
                     continue
@@ -349,7 +350,7 @@ class MemoryService:
                 "malformed": ns.index.problems(),
             }
 
-    def history(self, namespace: str, memory_id: str) -> list[CommitInfo]:
+    def history(self, namespace: str, memory_id: str) -> builtins.list[CommitInfo]:
         """Commits on main that changed one memory, newest first."""
         memory_id = check_id(memory_id)
         with self._using(namespace) as ns:
@@ -358,10 +359,10 @@ class MemoryService:
             raise MemoryNotFound(f"no memory {memory_id} in namespace {namespace!r}, now or before")
         return out
 
-    def log(self, namespace: str, *, limit: int = 20, offset: int = 0) -> list[CommitInfo]:
+    def log(self, namespace: str, *, limit: int = 20, offset: int = 0) -> builtins.list[CommitInfo]:
         """Commits on main, newest first."""
         with self._using(namespace) as ns:
-            out: list[CommitInfo] = []
+            out: builtins.list[CommitInfo] = []
             for i, commit in enumerate(ns.store.log()):
                 if i >= offset + limit:
                     break
@@ -369,7 +370,7 @@ class MemoryService:
                     out.append(ns.store.info(commit))
             return out
 
-    def discussion(self, namespace: str, memory_id: str) -> list[Comment]:
+    def discussion(self, namespace: str, memory_id: str) -> builtins.list[Comment]:
         """The discussion thread of a memory, oldest first."""
         memory = self.show(namespace, memory_id)
         with self._using(namespace) as ns:
@@ -534,7 +535,7 @@ class MemoryService:
     def _amend_change(self, namespace: str, memory_id: str, *, text: str | None, title: str | None,
                       type: str | None, tags: Iterable[str] | None, paths: Iterable[str] | None,
                       tenured: bool | None, actor: str | None, reason: str,
-                      action: str = "amend") -> Any:
+                      action: str = "amend") -> Callable[[pygit2.Commit], tuple[Memory, Change | None]]:
         """Validate an amendment and return a plan builder: head -> (memory, Change | None)."""
         limit = self.settings.max_text_chars
         new_text = None if text is None else concepts.clean_text(text, limit=limit)
@@ -661,7 +662,10 @@ class MemoryService:
                     files[current.path] = None
             if ns.store.read(new.path, head) is not None and (current is None or current.path != new.path):
                 new = new.replace(path=self._free_path(ns, head, new.type, new.title, new.id))
-            if current is not None and concepts.render(current) == concepts.render(new.replace(updated=current.updated)):
+            unchanged = current is not None and concepts.render(current) == concepts.render(
+                new.replace(updated=current.updated)
+            )
+            if unchanged:
                 result.update(outcome="unchanged", memory=current)
                 return None
             files[new.path] = concepts.render(new)
@@ -840,6 +844,6 @@ class MemoryService:
         raise InvalidInput(f"unknown export format {fmt!r}; use memory-md, json or okf")
 
 
-def tokens_of(memory: Memory) -> list[str]:
+def tokens_of(memory: Memory) -> builtins.list[str]:
     """The tokens gitmem matches a memory by (title, text and tags)."""
     return tokens(f"{memory.title}\n{memory.text}\n{' '.join(memory.tags)}")

@@ -205,7 +205,7 @@ class Store:
         """``(old_path, new_path)`` for every file that differs between two commits."""
         if old is None:
             return [(None, path) for path, _ in self.files(new)]
-        diff = self.repo.diff(old.tree, new.tree)
+        diff = old.tree.diff_to_tree(new.tree)
         out: list[tuple[str | None, str | None]] = []
         for delta in diff.deltas:
             status = delta.status_char()

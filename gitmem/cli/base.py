@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ..errors import GitmemError
+from ..errors import GitmemError, InvalidInput
 from ..service import MemoryService
 from ..settings import Settings
 
@@ -82,5 +82,5 @@ def read_text_arg(text: str) -> str:
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise click.UsageError(f"standard input is not valid UTF-8 (byte {exc.start})") from exc
+            raise InvalidInput(f"standard input is not valid UTF-8 (byte {exc.start})") from exc
     return text

@@ -1,0 +1,260 @@
+"""Core commands: init, remember, recall, show, amend, forget, log, revert, restore, status, export."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .. import concepts
+from ..concepts import Memory
+from ..errors import NamespaceNotFound
+from ..service import WriteResult
+from ..store import CommitInfo
+from .base import emit, json_option, main, namespace_option, ns_name, read_text_arg, service
+
+# Types and sources are checked by the service, so a bad one gets the same one-line error as
+# every other bad input.
+_TYPE_HELP = "Kind of memory: " + ", ".join(concepts.TYPES) + "."
+_SOURCE_HELP = (
+    "Who is saying it: " + ", ".join(concepts.SOURCES) + "; very similar agent text merges into an existing memory."
+)
+
+
+def _line(memory: Memory, potency: float | None = None) -> str:
+    shown = memory.potency if potency is None else potency
+    flags = "" if memory.state == "active" else f" [{memory.state}]"
+    text = " ".join(memory.text.split())
+    if len(text) > 100:
+        text = text[:99] + "…"
+    return f"{memory.id}  {memory.type:<10} {shown:4.2f}{flags}  {text}"
+
+
+def _commit_line(info: CommitInfo) -> str:
+    return f"{info.id[:10]}  {info.action:<10} {info.actor:<12} {info.summary}"
+
+
+@main.command()
+@namespace_option
+@json_option
+def init(namespace: str | None, as_json: bool) -> None:
+    """Create a namespace's memory repository (does nothing if it exists)."""
+    name = ns_name(namespace)
+    handle = service().init(name)
+    path = str(handle.store.path)
+    emit({"namespace": name, "repository": path}, as_json,
+         lambda: click.echo(f"namespace {name}: {path}"))
+
+
+@main.command()
+@click.argument("text")
+@click.option("--type", "-t", "memory_type", default="fact", show_default=True, help=_TYPE_HELP)
+@click.option("--tag", "tags", multiple=True, help="A tag (repeat for more).")
+@click.option("--path", "paths", multiple=True, help="A file, folder or glob the memory is about (repeat).")
+@click.option("--title", help="Title (default: the first line of the text).")
+@click.option("--source", default="user", show_default=True, help=_SOURCE_HELP)
+@click.option("--author", help="Who said it.")
+@click.option("--pending", is_flag=True, help="Store as pending until consolidation promotes it.")
+@namespace_option
+@json_option
+def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[str, ...], title: str | None,
+             source: str, author: str | None, pending: bool, namespace: str | None, as_json: bool) -> None:
+    """Remember TEXT ('-' reads it from standard input) through the write gate.
+
+    Identical text reinforces the existing memory; very similar text from an agent is merged into
+    it; anything else is added. Creates the namespace if needed.
+
+    \b
+    Example: gitmem remember "We use pnpm, not npm" --type convention --path package.json
+    """
+    name = ns_name(namespace)
+    body = read_text_arg(text)
+
+    def write() -> WriteResult:
+        return service().remember(name, body, type=memory_type, title=title, tags=tags, paths=paths,
+                                  source=source, author=author, state="pending" if pending else "active")
+
+    try:
+        result = write()
+    except NamespaceNotFound:
+        # The input was valid (it is checked first); create the namespace and write.
+        service().init(name)
+        result = write()
+    memory = result.memory
+    assert memory is not None
+
+    def human() -> None:
+        note = f" (into {result.similar_to})" if result.outcome == "merged" else ""
+        click.echo(f"{result.outcome}{note}: {memory.id} {memory.path}")
+
+    emit(result.to_dict(), as_json, human)
+
+
+@main.command()
+@click.argument("query", required=False, default="")
+@click.option("--path", "paths", multiple=True, help="A file you are working on (repeat).")
+@click.option("--limit", "-l", type=click.IntRange(1, 1000), default=10, show_default=True)
+@click.option("--archived", is_flag=True, help="Include archived memories.")
+@click.option("--no-record", is_flag=True, help="Do not count this as a use of the memories.")
+@namespace_option
+@json_option
+def recall(query: str, paths: tuple[str, ...], limit: int, archived: bool, no_record: bool,
+           namespace: str | None, as_json: bool) -> None:
+    """Find memories for QUERY and/or the files you work on, best first."""
+    hits = service().recall(ns_name(namespace), query, path=list(paths), limit=limit,
+                            record=not no_record, include_archived=archived)
+
+    def human() -> None:
+        if not hits:
+            click.echo("no memories found")
+        for hit in hits:
+            click.echo(_line(hit.memory, hit.potency) + ("  ← path" if hit.path_match else ""))
+
+    emit([h.to_dict() for h in hits], as_json, human)
+
+
+@main.command()
+@click.argument("memory_id")
+@namespace_option
+@json_option
+def show(memory_id: str, namespace: str | None, as_json: bool) -> None:
+    """Show one memory with all its fields."""
+    memory = service().show(ns_name(namespace), memory_id)
+    emit(memory.to_dict(), as_json, lambda: click.echo(concepts.render(memory).decode(), nl=False))
+
+
+@main.command()
+@click.argument("memory_id")
+@click.argument("text", required=False)
+@click.option("--title")
+@click.option("--type", "-t", "memory_type", help=_TYPE_HELP)
+@click.option("--tag", "tags", multiple=True, help="Replace the tags (repeat).")
+@click.option("--path", "paths", multiple=True, help="Replace the paths (repeat).")
+@click.option("--tenured/--not-tenured", default=None, help="Keep it from decaying out of the active tier.")
+@click.option("--actor", help="Who is amending.")
+@namespace_option
+@json_option
+def amend(memory_id: str, text: str | None, title: str | None, memory_type: str | None,
+          tags: tuple[str, ...], paths: tuple[str, ...], tenured: bool | None, actor: str | None,
+          namespace: str | None, as_json: bool) -> None:
+    """Change a memory's TEXT ('-' for standard input), title, type, tags, paths or tenure."""
+    result = service().amend(
+        ns_name(namespace), memory_id, text=None if text is None else read_text_arg(text), title=title,
+        type=memory_type, tags=tags or None, paths=paths or None, tenured=tenured, actor=actor,
+    )
+    emit(result.to_dict(), as_json, lambda: click.echo(f"{result.outcome}: {memory_id}"))
+
+
+@main.command()
+@click.argument("memory_id")
+@click.option("--purge", is_flag=True, help="Delete the file instead of archiving it.")
+@click.option("--reason", help="Why (kept in the commit and the memory).")
+@click.option("--actor", help="Who is forgetting it.")
+@namespace_option
+@json_option
+def forget(memory_id: str, purge: bool, reason: str | None, actor: str | None, namespace: str | None,
+           as_json: bool) -> None:
+    """Archive a memory (kept, never recalled); --purge deletes its file (git history keeps it)."""
+    result = service().forget(ns_name(namespace), memory_id, purge=purge, reason=reason, actor=actor)
+    emit(result.to_dict(), as_json, lambda: click.echo(f"{result.outcome}: {memory_id}"))
+
+
+@main.command()
+@click.argument("memory_id", required=False)
+@click.option("--limit", "-l", type=click.IntRange(1, 10000), default=20, show_default=True)
+@namespace_option
+@json_option
+def log(memory_id: str | None, limit: int, namespace: str | None, as_json: bool) -> None:
+    """The commits of a namespace, or the history of one memory, newest first."""
+    name = ns_name(namespace)
+    infos = service().history(name, memory_id)[:limit] if memory_id else service().log(name, limit=limit)
+    data = [{"id": i.id, "summary": i.summary, "action": i.action, "actor": i.actor, "time": i.time,
+             "memory_ids": list(i.memory_ids), "message": i.message} for i in infos]
+
+    def human() -> None:
+        for info in infos:
+            click.echo(_commit_line(info))
+
+    emit(data, as_json, human)
+
+
+@main.command()
+@click.argument("commit")
+@click.option("--actor", help="Who is reverting.")
+@namespace_option
+@json_option
+def revert(commit: str, actor: str | None, namespace: str | None, as_json: bool) -> None:
+    """Undo one commit with a new commit; refuses (and changes nothing) if it would conflict."""
+    result = service().revert(ns_name(namespace), commit, actor=actor)
+    emit(result.to_dict(), as_json, lambda: click.echo(f"{result.outcome}: {result.commit or commit}"))
+
+
+@main.command()
+@click.argument("memory_id")
+@click.argument("commit")
+@click.option("--actor", help="Who is restoring.")
+@namespace_option
+@json_option
+def restore(memory_id: str, commit: str, actor: str | None, namespace: str | None, as_json: bool) -> None:
+    """Bring a memory back to how it was at COMMIT (see `gitmem log MEMORY_ID`)."""
+    result = service().restore(ns_name(namespace), memory_id, commit, actor=actor)
+    emit(result.to_dict(), as_json, lambda: click.echo(f"{result.outcome}: {memory_id}"))
+
+
+@main.command()
+@namespace_option
+@json_option
+def status(namespace: str | None, as_json: bool) -> None:
+    """Counts by state, type and potency tier."""
+    data = service().status(ns_name(namespace))
+
+    def human() -> None:
+        click.echo(f"namespace {data['namespace']} at {data['head'][:10]}: {data['total']} memories")
+        click.echo("  " + "  ".join(f"{k} {v}" for k, v in data["by_state"].items()))
+        click.echo("  tiers: " + "  ".join(f"{k} {v}" for k, v in data["by_tier"].items()))
+        click.echo("  " + "  ".join(f"{k} {v}" for k, v in data["by_type"].items() if v))
+        if data["pending_uses"]:
+            click.echo(f"  {data['pending_uses']} uses not yet folded into the files")
+        for path, reason in data["malformed"].items():
+            click.echo(f"  malformed: {path}: {reason}")
+
+    emit(data, as_json, human)
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["memory-md", "okf", "json"]), default="memory-md",
+              show_default=True, help="MEMORY.md index for agents, an OKF folder, or JSON.")
+@click.option("--output", "-o", type=click.Path(path_type=Path),
+              help="File (memory-md, json) or empty folder (okf) to write; default standard output.")
+@namespace_option
+def export(fmt: str, output: Path | None, namespace: str | None) -> None:
+    """Export a namespace for agents and other tools."""
+    if fmt == "okf" and output is None:
+        raise click.UsageError("--format okf needs --output FOLDER")
+    result = service().export(ns_name(namespace), fmt, output if fmt == "okf" else None)
+    if fmt == "okf":
+        click.echo(f"wrote {result}")
+    elif output is not None:
+        output.write_text(result, encoding="utf-8")
+        click.echo(f"wrote {output}")
+    else:
+        click.echo(result, nl=False)
+
+
+@main.command()
+@click.argument("files", nargs=-1)
+@click.option("--query", "-q", default="", help="What the agent is about to do.")
+@click.option("--limit", "-l", type=click.IntRange(1, 200), default=20, show_default=True)
+@namespace_option
+def context(files: tuple[str, ...], query: str, limit: int, namespace: str | None) -> None:
+    """Print the memory block an agent should load for FILES."""
+    click.echo(service().context(ns_name(namespace), list(files), query, limit), nl=False)
+
+
+@main.command()
+@namespace_option
+@json_option
+def fold(namespace: str | None, as_json: bool) -> None:
+    """Fold recorded uses (from recall) into the memory files in one commit."""
+    commit = service().fold_usage(ns_name(namespace))
+    emit({"commit": commit}, as_json, lambda: click.echo(f"folded: {commit}" if commit else "no uses to fold"))
