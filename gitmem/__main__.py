@@ -1,0 +1,5 @@
+"""Run the CLI with ``python -m gitmem``."""
+
+from gitmem.cli import main
+
+main()
