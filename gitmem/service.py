@@ -447,7 +447,7 @@ class MemoryService:
         def plan(head: pygit2.Commit) -> Change | None:
             ns.index.sync(ns.store, head)
             at = now()
-            same = [m for m in ns.index.by_norm(normalise(text))]
+            same = [m for m in ns.index.by_norm(normalise(text)) if ns.store.read(m.path, head) is not None]
             if same:
                 old = concepts.parse(ns.store.read(same[0].path, head) or b"", same[0].path)
                 new = old.with_use(at).replace(
@@ -469,7 +469,8 @@ class MemoryService:
                     score = dice(mine, row.tokens)
                     if score > best_score:
                         best, best_score = row.memory, score
-                if best is not None and best_score >= self.settings.high_similarity:
+                if (best is not None and best_score >= self.settings.high_similarity
+                        and ns.store.read(best.path, head) is not None):
                     old = concepts.parse(ns.store.read(best.path, head) or b"", best.path)
                     new = old.replace(
                         paths=old.paths + tuple(p for p in paths if p not in old.paths),
