@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import fnmatch
+import hashlib
 import json
 import logging
 import re
@@ -320,14 +321,42 @@ class MemoryService:
                 ns.usage.record((h.memory.id for h in hits), at)
         return hits
 
-    def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20) -> str:
-        """The Markdown block an agent should load for the files it works on."""
-        hits = self.recall(namespace, query, path=list(files), limit=limit)
-        if not hits and not query:
-            hits = self.recall(namespace, "", limit=limit)
+    def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
+                *, record: bool = True, label: str | None = None) -> str:
+        """The Markdown block an agent should load: memories about ``files`` first, then the strongest others."""
+        files = [f for f in files if f and f.strip()]
+        hits = self.recall(namespace, query, path=files, limit=limit, record=False) if files else []
+        seen = {h.memory.id for h in hits}
+        if len(hits) < limit:
+            hits += [h for h in self.recall(namespace, query, limit=limit, record=False) if h.memory.id not in seen]
+        hits = hits[:limit]
+        if record and hits:
+            with self._using(namespace) as ns:
+                ns.usage.record((h.memory.id for h in hits), now())
         from .templating import render_template
 
-        return render_template("export/context.md.j2", namespace=namespace, hits=hits, files=list(files))
+        return render_template("export/context.md.j2", namespace=label or namespace, hits=hits, files=files)
+
+    def attach(self, repo_path: Path) -> str:
+        """Open a clone of a memory repository (an agent's ``git clone``) as a namespace to read.
+
+        Its search index is kept inside the clone's git directory. Returns the namespace name to
+        pass to :meth:`recall` and :meth:`context` (with ``record=False``: a clone's reads are not
+        folded anywhere).
+        """
+        try:
+            store = Store(repo_path)
+        except pygit2.GitError as exc:
+            raise InvalidInput(f"{repo_path} is not a git repository: {exc}") from exc
+        if store.head_id() is None:
+            raise InvalidInput(f"{repo_path} has no main branch; is it a gitmem repository?")
+        state = Path(store.repo.path) / "gitmem"
+        name = "clone-" + hashlib.sha1(str(Path(store.repo.path).resolve()).encode()).hexdigest()[:12]
+        with self._lock:
+            if name not in self._open:
+                self._open[name] = Namespace(name, store, SearchIndex(state / "index.sqlite"),
+                                             UsageLog(state / "usage.sqlite"))
+        return name
 
     def status(self, namespace: str) -> dict[str, Any]:
         """Counts by state, type and potency tier, the head commit and any malformed files."""

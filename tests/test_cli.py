@@ -162,3 +162,18 @@ def test_every_command_has_help(gitmem: Run) -> None:
     for command in commands:
         text = gitmem(command, "--help").stdout
         assert "Usage: " in text and len(text.splitlines()) > 3, command
+
+
+def test_context_for_an_agents_clone(gitmem: Run, settings: Settings, tmp_path: Path) -> None:
+    gitmem("remember", "API handlers return JSON errors", "--type", "convention", "--path", "src/api/**")
+    gitmem("remember", "We use pnpm, not npm", "--type", "convention", "--path", "package.json")
+    clone = tmp_path / "team-memory"
+    subprocess.run(["git", "clone", "-q", str(settings.repos_dir / "default.git"), str(clone)], check=True)
+    block = gitmem("context", "--repo", str(clone), "src/api/users.ts").stdout
+    lines = [line for line in block.splitlines() if line.startswith("- ")]
+    # The memory about the file comes first, then the rest of the team's memories.
+    assert "API handlers return JSON errors (about src/api/**)" in lines[0]
+    assert "We use pnpm" in lines[1]
+    assert block.startswith("## Team memory (team-memory)")
+    # Reading a clone records nothing in the namespace.
+    assert json.loads(gitmem("status", "--json").stdout)["pending_uses"] == 0

@@ -245,10 +245,21 @@ def export(fmt: str, output: Path | None, namespace: str | None) -> None:
 @click.argument("files", nargs=-1)
 @click.option("--query", "-q", default="", help="What the agent is about to do.")
 @click.option("--limit", "-l", type=click.IntRange(1, 200), default=20, show_default=True)
+@click.option("--repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Read a clone of the memory repository (e.g. from `git clone`) instead of a namespace.")
 @namespace_option
-def context(files: tuple[str, ...], query: str, limit: int, namespace: str | None) -> None:
-    """Print the memory block an agent should load for FILES."""
-    click.echo(service().context(ns_name(namespace), list(files), query, limit), nl=False)
+def context(files: tuple[str, ...], query: str, limit: int, repo: Path | None, namespace: str | None) -> None:
+    """Print the memory block an agent should load for FILES: memories about them first.
+
+    \b
+    Example (an agent hook): gitmem context --repo ~/team-memory src/app.ts package.json
+    """
+    if repo is not None:
+        name = service().attach(repo)
+        text = service().context(name, list(files), query, limit, record=False, label=repo.resolve().name)
+        click.echo(text, nl=False)
+    else:
+        click.echo(service().context(ns_name(namespace), list(files), query, limit), nl=False)
 
 
 @main.command()
