@@ -1,0 +1,132 @@
+"""The web front end: JSON API, feedback webhook, review pages and git over HTTP.
+
+``create_app(settings)`` builds a Flask app around one :class:`~gitmem.service.MemoryService`,
+kept in ``app.extensions["gitmem"]``. Run it with ``gitmem serve`` or, in production, with
+``gunicorn 'gitmem.web:create_app()'``.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from flask import Flask, Response, jsonify, render_template, request
+from werkzeug.exceptions import HTTPException
+
+from ..errors import GitmemError
+from ..keys import KeyStore
+from ..service import MemoryService
+from ..settings import Settings
+from ..templating import templates_dir
+from .auth import ReplayGuard
+
+log = logging.getLogger(__name__)
+
+__all__ = ["create_app", "secret_key"]
+
+
+def secret_key(settings: Settings) -> str:
+    """The session signing key: ``settings.secret_key``, or a random one kept under ``home``."""
+    if settings.secret_key:
+        return settings.secret_key
+    path = settings.home / "secret_key"
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    candidate = secrets.token_urlsafe(48)
+    tmp = path.with_name(f"secret_key.{secrets.token_hex(4)}")
+    tmp.write_text(candidate, encoding="utf-8")
+    tmp.chmod(0o600)
+    try:
+        # link() fails if another process won the race; everyone then reads the winner's key.
+        _link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path.read_text(encoding="utf-8").strip()
+
+
+def _link(src: Path, dest: Path) -> None:
+    try:
+        dest.hardlink_to(src)
+    except FileExistsError:
+        pass
+
+
+def create_app(settings: Settings | None = None, service: MemoryService | None = None) -> Flask:
+    """Build the Flask app; ``settings`` default to :meth:`Settings.from_env`."""
+    if service is None:
+        service = MemoryService(settings or Settings.from_env())
+    settings = service.settings
+    app = Flask(__name__, static_folder=None, template_folder=None)
+    app.jinja_loader = jinja2.FileSystemLoader(str(templates_dir() / "web"))
+    app.config.update(
+        SECRET_KEY=secret_key(settings),
+        MAX_CONTENT_LENGTH=settings.max_request_bytes,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_NAME="gitmem_session",
+    )
+    app.extensions["gitmem"] = service
+    app.extensions["gitmem.keys"] = KeyStore(settings.home)
+    app.extensions["gitmem.replays"] = ReplayGuard(settings.state_dir / "webhook-signatures.sqlite")
+
+    from . import api, git, health, pages, webhook
+
+    app.register_blueprint(api.bp)
+    app.register_blueprint(webhook.bp)
+    app.register_blueprint(pages.bp)
+    app.register_blueprint(git.bp)
+    app.register_blueprint(health.bp)
+    app.register_error_handler(GitmemError, _gitmem_error)
+    app.register_error_handler(HTTPException, _http_error)
+    _mount_slack(app, settings)
+    return app
+
+
+def _mount_slack(app: Flask, settings: Settings) -> None:
+    if not (settings.slack_signing_secret and settings.slack_bot_token):
+        return
+    try:
+        from bots.slack import init_app
+    except ImportError as exc:
+        log.warning("Slack is configured but bots.slack cannot be imported (%s); /slack/events is off", exc)
+        return
+    init_app(app)
+
+
+def wants_json() -> bool:
+    """Whether the error should be JSON: everything but the HTML pages."""
+    return not request.blueprint == "pages"
+
+
+def error_response(status: int, kind: str, message: str) -> tuple[Response | str, int]:
+    if wants_json():
+        body: dict[str, Any] = {"error": {"status": status, "type": kind, "message": message}}
+        response = jsonify(body)
+        if status == 401 and request.blueprint == "git":
+            response.headers["WWW-Authenticate"] = 'Basic realm="gitmem", charset="UTF-8"'
+        return response, status
+    return render_template("error.html", status=status, message=message), status
+
+
+def _gitmem_error(exc: GitmemError) -> tuple[Response | str, int]:
+    return error_response(exc.http_status, type(exc).__name__, str(exc))
+
+
+def _http_error(exc: HTTPException) -> tuple[Response | str, int] | HTTPException:
+    if exc.code is None:
+        return exc
+    message = exc.description or exc.name
+    if exc.code == 413:
+        limit = request.max_content_length
+        message = f"the request body is larger than the {limit}-byte limit"
+    response, status = error_response(exc.code, exc.name.replace(" ", ""), message)
+    allowed = getattr(exc, "valid_methods", None)
+    if allowed and isinstance(response, Response):
+        response.headers["Allow"] = ", ".join(allowed)
+    return response, status

@@ -1,0 +1,168 @@
+"""API keys: who may read, write, review or administer which namespace.
+
+A key is ``gmk_<id>_<secret>``. Only its SHA-256 is kept, in ``$GITMEM_HOME/keys.json`` (mode
+0600), beside the key's id, name, namespace (or ``*`` for every namespace) and role. The key
+itself is shown once, when it is made. Roles are ranked; each includes the ones below it::
+
+    reader    read memories, recall, context, history, reviews; clone over HTTP
+    writer    remember, forget (archive), feedback, comment on reviews, trigger consolidation
+    reviewer  approve and reject reviews, amend directly, revert commits, restore versions
+    admin     create namespaces, purge memories
+
+The file is re-read when it changes on disk, so ``gitmem key revoke`` takes effect in a running
+server at its next request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+import re
+import secrets
+import threading
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .concepts import iso, now
+from .errors import InvalidInput, NotFound
+from .service import check_namespace
+
+ROLES = ("reader", "writer", "reviewer", "admin")
+ALL_NAMESPACES = "*"
+_KEY = re.compile(r"^gmk_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,63}$")
+
+
+def role_rank(role: str) -> int:
+    """Position of a role in :data:`ROLES`; an unknown role is refused."""
+    try:
+        return ROLES.index(role)
+    except ValueError:
+        raise InvalidInput(f"unknown role {role!r}; use one of: {', '.join(ROLES)}") from None
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """A stored key, without its secret."""
+
+    id: str
+    name: str
+    namespace: str
+    role: str
+    created: str
+    digest: str
+
+    def covers(self, namespace: str) -> bool:
+        """Whether the key applies to ``namespace``."""
+        return self.namespace in (ALL_NAMESPACES, namespace)
+
+    def allows(self, namespace: str, role: str) -> bool:
+        """Whether the key grants at least ``role`` on ``namespace``."""
+        return self.covers(namespace) and role_rank(self.role) >= role_rank(role)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The key's public fields (never the digest)."""
+        return {"id": self.id, "name": self.name, "namespace": self.namespace, "role": self.role,
+                "created": self.created}
+
+
+class KeyStore:
+    """The keys of one gitmem home."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = home / "keys.json"
+        self._lock = threading.Lock()
+        self._seen: tuple[int, int] | None = None
+        self._keys: dict[str, ApiKey] = {}
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def _load(self) -> dict[str, ApiKey]:
+        """The keys on disk, re-read only when the file changed."""
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            with self._lock:
+                self._seen, self._keys = None, {}
+            return {}
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            if stamp != self._seen:
+                data = json.loads(self.path.read_text(encoding="utf-8") or "[]")
+                self._keys = {item["id"]: ApiKey(**item) for item in data}
+                self._seen = stamp
+            return self._keys
+
+    def list(self, namespace: str | None = None) -> list[ApiKey]:
+        """Every key, or those that apply to one namespace, oldest first."""
+        keys = sorted(self._load().values(), key=lambda k: (k.created, k.id))
+        return [k for k in keys if namespace is None or k.covers(namespace)]
+
+    def verify(self, key: str) -> ApiKey | None:
+        """The stored key matching a presented key, or None."""
+        match = _KEY.match(key.strip()) if isinstance(key, str) else None
+        if match is None:
+            return None
+        found = self._load().get(match.group(1))
+        if found is None or not hmac.compare_digest(found.digest, _digest(key.strip())):
+            return None
+        return found
+
+    def get(self, key_id: str) -> ApiKey | None:
+        """A stored key by id."""
+        return self._load().get(key_id)
+
+    # --- writing -------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _editing(self) -> Iterator[dict[str, ApiKey]]:
+        """Hold the file lock, hand out the keys to change, and write them back atomically."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            with self._lock:
+                self._seen = None
+            keys = dict(self._load())
+            yield keys
+            tmp = self.path.with_suffix(".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump([asdict(k) for k in keys.values()], out, indent=2)
+            os.replace(tmp, self.path)
+
+    def create(self, namespace: str, role: str, name: str | None = None) -> tuple[str, ApiKey]:
+        """Make a key; returns the key (shown once) and what is stored of it."""
+        if namespace != ALL_NAMESPACES:
+            check_namespace(namespace)
+        role_rank(role)
+        key_id = secrets.token_hex(6)
+        name = f"{role}-{key_id}" if name is None else name.strip()
+        if not _NAME.match(name):
+            raise InvalidInput(
+                f"invalid key name {name!r}: 1 to 64 letters, digits, spaces or '._@+-'"
+            )
+        secret = f"gmk_{key_id}_{secrets.token_urlsafe(32)}"
+        stored = ApiKey(key_id, name, namespace, role, iso(now()), _digest(secret))
+        with self._editing() as keys:
+            keys[key_id] = stored
+        return secret, stored
+
+    def revoke(self, key_id: str) -> ApiKey:
+        """Delete a key by id (or by the full key); it stops working at once."""
+        match = _KEY.match(key_id.strip())
+        key_id = match.group(1) if match else key_id.strip()
+        with self._editing() as keys:
+            gone = keys.pop(key_id, None)
+        if gone is None:
+            raise NotFound(f"no key {key_id!r}; `gitmem key list` shows the ids")
+        return gone

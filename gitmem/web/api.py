@@ -1,0 +1,318 @@
+"""The JSON API under ``/api/v1``: one view per service call, described in :mod:`.openapi`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from flask import Blueprint, Response, current_app, jsonify, request, url_for
+
+from ..errors import InvalidInput, PermissionDenied, Unavailable
+from ..service import MemoryService, check_namespace
+from . import inputs
+from .auth import caller, require
+from .openapi import document
+
+if TYPE_CHECKING:
+    from ..reviews import Reviews
+
+bp = Blueprint("api", __name__, url_prefix="/api/v1")
+MAX_PAGE = 200
+
+
+def service() -> MemoryService:
+    svc = current_app.extensions["gitmem"]
+    assert isinstance(svc, MemoryService)
+    return svc
+
+
+def reviews() -> Reviews:
+    try:
+        return service().reviews
+    except ImportError as exc:  # the reviews module ships with consolidation
+        raise Unavailable(f"reviews are not available in this installation ({exc})") from None
+
+
+def created(data: Any, location: str) -> tuple[Response, int]:
+    response = jsonify(data)
+    response.headers["Location"] = location
+    return response, 201
+
+
+@bp.get("/openapi.json")
+def openapi() -> Response:
+    return jsonify(document())
+
+
+# --- namespaces -----------------------------------------------------------------------------------
+
+
+@bp.get("/namespaces")
+def namespaces() -> Response:
+    who = caller()
+    names = [n for n in service().namespaces() if who.allows(n, "reader")]
+    return jsonify({"items": names})
+
+
+@bp.post("/namespaces")
+def create_namespace() -> tuple[Response, int]:
+    caller()
+    data = inputs.body()
+    inputs.known(data, "name")
+    name = check_namespace(inputs.string(data, "name", required=True))
+    require(name, "admin")
+    existed = service().exists(name)
+    service().init(name)
+    response = jsonify({"name": name, "created": not existed})
+    return response, 200 if existed else 201
+
+
+@bp.get("/namespaces/<ns>")
+def status(ns: str) -> Response:
+    require(ns, "reader")
+    return jsonify(service().status(ns))
+
+
+# --- memories -------------------------------------------------------------------------------------
+
+
+@bp.get("/namespaces/<ns>/memories")
+def list_memories(ns: str) -> Response:
+    require(ns, "reader")
+    offset = inputs.query_int("offset", 0, 0, 10**9)
+    limit = inputs.query_int("limit", 50, 1, MAX_PAGE)
+    found = service().list(ns, state=request.args.get("state") or None,
+                           type=request.args.get("type") or None, offset=offset, limit=limit + 1)
+    items = [m.to_dict() for m in found[:limit]]
+    return jsonify(inputs.page(items, offset, limit, len(found) > limit))
+
+
+@bp.post("/namespaces/<ns>/memories")
+def remember(ns: str) -> tuple[Response, int]:
+    who = require(ns, "writer")
+    data = inputs.body()
+    inputs.known(data, "text", "type", "title", "tags", "paths", "source", "author", "state")
+    result = service().remember(
+        ns,
+        inputs.string(data, "text", required=True) or "",
+        type=inputs.string(data, "type") or "fact",
+        title=inputs.string(data, "title"),
+        tags=inputs.strings(data, "tags") or (),
+        paths=inputs.strings(data, "paths") or (),
+        source=inputs.string(data, "source") or "agent",
+        author=inputs.string(data, "author") or who.name,
+        state=inputs.string(data, "state") or "active",
+    )
+    assert result.memory is not None
+    location = url_for("api.get_memory", ns=ns, memory_id=result.memory.id)
+    if result.outcome == "added":
+        return created(result.to_dict(), location)
+    return jsonify(result.to_dict()), 200
+
+
+@bp.get("/namespaces/<ns>/memories/<memory_id>")
+def get_memory(ns: str, memory_id: str) -> Response:
+    require(ns, "reader")
+    return jsonify(service().show(ns, memory_id).to_dict())
+
+
+@bp.patch("/namespaces/<ns>/memories/<memory_id>")
+def amend(ns: str, memory_id: str) -> Response:
+    who = require(ns, "writer")
+    if not service().may_amend_directly(who.name, who.role):
+        raise PermissionDenied(
+            f"{who.name} ({who.role}) may not change memories directly; propose the change with "
+            "POST /api/v1/feedback and action 'amend', which opens a review"
+        )
+    data = inputs.body()
+    inputs.known(data, "text", "title", "type", "tags", "paths", "tenured", "reason")
+    result = service().amend(
+        ns, memory_id,
+        text=inputs.string(data, "text"), title=inputs.string(data, "title"),
+        type=inputs.string(data, "type"), tags=inputs.strings(data, "tags"),
+        paths=inputs.strings(data, "paths"), tenured=inputs.boolean(data, "tenured"),
+        actor=who.name, reason=inputs.string(data, "reason") or "",
+    )
+    return jsonify(result.to_dict())
+
+
+@bp.delete("/namespaces/<ns>/memories/<memory_id>")
+def forget(ns: str, memory_id: str) -> Response:
+    purge = inputs.query_bool("purge")
+    who = require(ns, "admin" if purge else "writer")
+    reason = request.args.get("reason") or None
+    return jsonify(service().forget(ns, memory_id, purge=purge, reason=reason, actor=who.name).to_dict())
+
+
+@bp.get("/namespaces/<ns>/memories/<memory_id>/history")
+def history(ns: str, memory_id: str) -> Response:
+    require(ns, "reader")
+    offset = inputs.query_int("offset", 0, 0, 10**9)
+    limit = inputs.query_int("limit", 50, 1, MAX_PAGE)
+    commits = service().history(ns, memory_id)
+    items = [commit_dict(c) for c in commits[offset:offset + limit]]
+    return jsonify(inputs.page(items, offset, limit, len(commits) > offset + limit))
+
+
+@bp.get("/namespaces/<ns>/memories/<memory_id>/discussion")
+def discussion(ns: str, memory_id: str) -> Response:
+    require(ns, "reader")
+    return jsonify({"items": [c.to_dict() for c in service().discussion(ns, memory_id)]})
+
+
+@bp.post("/namespaces/<ns>/memories/<memory_id>/restore")
+def restore(ns: str, memory_id: str) -> Response:
+    who = require(ns, "reviewer")
+    data = inputs.body()
+    inputs.known(data, "commit")
+    commit = inputs.string(data, "commit", required=True) or ""
+    return jsonify(service().restore(ns, memory_id, commit, actor=who.name).to_dict())
+
+
+# --- recall and context ---------------------------------------------------------------------------
+
+
+@bp.get("/namespaces/<ns>/recall")
+def recall(ns: str) -> Response:
+    require(ns, "reader")
+    limit = inputs.query_int("limit", 10, 1, MAX_PAGE)
+    hits = service().recall(ns, request.args.get("q", ""), path=request.args.getlist("path"),
+                            limit=limit, record=not inputs.query_bool("dry"))
+    return jsonify({"items": [h.to_dict() for h in hits]})
+
+
+@bp.route("/namespaces/<ns>/context", methods=["GET", "POST"])
+def context(ns: str) -> Response:
+    require(ns, "reader")
+    if request.method == "POST":
+        data = inputs.body()
+        inputs.known(data, "files", "q", "limit")
+        files = inputs.strings(data, "files") or []
+        query = inputs.string(data, "q") or ""
+        limit = data.get("limit", 20)
+        if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_PAGE:
+            raise InvalidInput(f"field 'limit' must be a whole number from 1 to {MAX_PAGE}")
+    else:
+        files = request.args.getlist("file")
+        query = request.args.get("q", "")
+        limit = inputs.query_int("limit", 20, 1, MAX_PAGE)
+    block = service().context(ns, files, query, limit)
+    if "application/json" in request.headers.get("Accept", ""):
+        return jsonify({"namespace": ns, "files": files, "context": block})
+    return Response(block, mimetype="text/markdown")
+
+
+# --- commits --------------------------------------------------------------------------------------
+
+
+def commit_dict(info: Any) -> dict[str, Any]:
+    return {"id": info.id, "summary": info.summary, "message": info.message, "time": info.time,
+            "actor": info.actor, "action": info.action, "memory_ids": list(info.memory_ids),
+            "parents": list(info.parents)}
+
+
+@bp.get("/namespaces/<ns>/commits")
+def log(ns: str) -> Response:
+    require(ns, "reader")
+    offset = inputs.query_int("offset", 0, 0, 10**9)
+    limit = inputs.query_int("limit", 20, 1, MAX_PAGE)
+    commits = service().log(ns, limit=limit + 1, offset=offset)
+    return jsonify(inputs.page([commit_dict(c) for c in commits[:limit]], offset, limit,
+                               len(commits) > limit))
+
+
+@bp.post("/namespaces/<ns>/commits/<commit>/revert")
+def revert(ns: str, commit: str) -> Response:
+    who = require(ns, "reviewer")
+    return jsonify(service().revert(ns, commit, actor=who.name).to_dict())
+
+
+# --- consolidation --------------------------------------------------------------------------------
+
+
+@bp.post("/namespaces/<ns>/consolidate")
+def consolidate(ns: str) -> tuple[Response, int]:
+    data = inputs.body()
+    inputs.known(data, "dry_run")
+    dry_run = bool(inputs.boolean(data, "dry_run"))
+    require(ns, "reader" if dry_run else "writer")
+    service().ns(ns)
+    try:
+        from .. import consolidate as consolidation
+        from .. import tasks
+    except ImportError as exc:
+        raise Unavailable(f"consolidation is not available in this installation ({exc})") from None
+    if dry_run:
+        return jsonify({"dry_run": True, "plan": consolidation.plan(service(), ns).to_dict()}), 200
+    try:
+        task_id = tasks.enqueue_consolidation(service().settings, ns)
+    except OSError as exc:  # kombu raises OperationalError (an OSError) when the broker is down
+        raise Unavailable(f"the task broker did not answer ({exc}); try again later") from None
+    return jsonify({"dry_run": False, "task_id": task_id, "status": "queued"}), 202
+
+
+# --- reviews --------------------------------------------------------------------------------------
+
+REVIEW_STATES = ("open", "merged", "rejected", "stale")
+
+
+@bp.get("/namespaces/<ns>/reviews")
+def list_reviews(ns: str) -> Response:
+    require(ns, "reader")
+    state = request.args.get("status") or None
+    if state is not None and state not in REVIEW_STATES:
+        raise InvalidInput(f"unknown review status {state!r}; use one of: {', '.join(REVIEW_STATES)}")
+    offset = inputs.query_int("offset", 0, 0, 10**9)
+    limit = inputs.query_int("limit", 50, 1, MAX_PAGE)
+    service().ns(ns)
+    found = reviews().list(ns, status=state)
+    items = [r.to_dict() for r in found[offset:offset + limit]]
+    return jsonify(inputs.page(items, offset, limit, len(found) > offset + limit))
+
+
+def review_number(number: str) -> int:
+    if not number.isdigit() or len(number) > 9:
+        raise InvalidInput(f"{number!r} is not a review number")
+    return int(number)
+
+
+@bp.get("/namespaces/<ns>/reviews/<number>")
+def show_review(ns: str, number: str) -> Response:
+    require(ns, "reader")
+    n = review_number(number)
+    service().ns(ns)
+    review = reviews().get(ns, n)
+    commits = reviews().diff(ns, n)
+    return jsonify(review.to_dict() | {"commits": [c.to_dict() for c in commits]})
+
+
+@bp.post("/namespaces/<ns>/reviews/<number>/approve")
+def approve(ns: str, number: str) -> Response:
+    who = require(ns, "reviewer")
+    data = inputs.body()
+    inputs.known(data, "commits")
+    n = review_number(number)
+    service().ns(ns)
+    review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"))
+    return jsonify(review.to_dict())
+
+
+@bp.post("/namespaces/<ns>/reviews/<number>/reject")
+def reject(ns: str, number: str) -> Response:
+    who = require(ns, "reviewer")
+    data = inputs.body()
+    inputs.known(data, "reason")
+    n = review_number(number)
+    service().ns(ns)
+    review = reviews().reject(ns, n, actor=who.name, reason=inputs.string(data, "reason") or "")
+    return jsonify(review.to_dict())
+
+
+@bp.post("/namespaces/<ns>/reviews/<number>/comments")
+def comment(ns: str, number: str) -> Response:
+    who = require(ns, "writer")
+    data = inputs.body()
+    inputs.known(data, "text")
+    n = review_number(number)
+    service().ns(ns)
+    text = inputs.string(data, "text", required=True) or ""
+    return jsonify(reviews().comment(ns, n, actor=who.name, text=text).to_dict())

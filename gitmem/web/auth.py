@@ -1,0 +1,188 @@
+"""Who is calling: API keys (bearer, ``X-API-Key``, HTTP Basic), page sessions, signed webhooks.
+
+A request is authenticated once, in :func:`caller`, and each view then asks :func:`require` for
+the role it needs on the namespace it touches. Failures are gitmem errors, so the one error
+handler in :mod:`gitmem.web` turns them into JSON (401 or 403) and nothing is changed.
+
+Signed webhooks carry ``X-Gitmem-Timestamp`` (Unix seconds) and ``X-Gitmem-Signature:
+sha256=<hex>``, the HMAC-SHA256 of ``<timestamp>.<body>`` with ``settings.hmac_secret``. A
+timestamp more than :data:`SIGNATURE_WINDOW` seconds away is refused, and so is a signature seen
+before (recorded in a small SQLite table, so every server process sees it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from flask import current_app, g, request, session
+
+from ..errors import GitmemError, PermissionDenied
+from ..keys import ApiKey, KeyStore, role_rank
+
+SIGNATURE_WINDOW = 300
+HMAC_ROLE = "writer"
+
+
+class Unauthenticated(GitmemError):
+    """No credentials, or credentials that match no key (HTTP 401)."""
+
+    exit_code = 8
+    http_status = 401
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated caller: a key (from a header or a page session) or a signed webhook."""
+
+    name: str
+    via: str  # "key", "session" or "signature"
+    key: ApiKey | None = None
+
+    @property
+    def role(self) -> str:
+        return self.key.role if self.key else HMAC_ROLE
+
+    def allows(self, namespace: str, role: str) -> bool:
+        if self.key is not None:
+            return self.key.allows(namespace, role)
+        return role_rank(role) <= role_rank(HMAC_ROLE)
+
+
+def keystore() -> KeyStore:
+    store = current_app.extensions["gitmem.keys"]
+    assert isinstance(store, KeyStore)
+    return store
+
+
+def presented_key() -> str | None:
+    """The key sent with the request, from ``Authorization`` (Bearer or Basic) or ``X-API-Key``."""
+    header = request.headers.get("X-API-Key")
+    if header:
+        return header.strip()
+    auth = request.headers.get("Authorization", "")
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    if scheme.lower() == "basic" and value.strip():
+        try:
+            decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise Unauthenticated("the Basic credentials are not valid base64 of user:key") from None
+        return decoded.partition(":")[2].strip() or None
+    return None
+
+
+def caller(*, allow_signature: bool = False, allow_session: bool = False) -> Caller:
+    """Authenticate the request (once) or raise :class:`Unauthenticated`."""
+    found = g.get("caller")
+    if isinstance(found, Caller):
+        return found
+    key = presented_key()
+    if key is not None:
+        stored = keystore().verify(key)
+        if stored is None:
+            raise Unauthenticated("that API key is not valid (revoked, mistyped or never made)")
+        found = Caller(stored.name, "key", stored)
+    elif allow_signature and request.headers.get("X-Gitmem-Signature"):
+        verify_signature()
+        found = Caller("webhook", "signature")
+    elif allow_session and session.get("key_id"):
+        stored = keystore().get(str(session["key_id"]))
+        if stored is None:
+            session.clear()
+            raise Unauthenticated("your key was revoked; sign in again")
+        found = Caller(stored.name, "session", stored)
+    else:
+        raise Unauthenticated(
+            "authentication required: send an API key as 'Authorization: Bearer <key>' or "
+            "'X-API-Key: <key>' (make one with `gitmem key create`)"
+        )
+    g.caller = found
+    return found
+
+
+def require(namespace: str, role: str, **how: bool) -> Caller:
+    """Authenticate and check that the caller holds at least ``role`` on ``namespace``."""
+    who = caller(**how)
+    if not who.allows(namespace, role):
+        raise PermissionDenied(
+            f"{who.name} ({who.role}) may not do this in namespace {namespace!r}: it needs a "
+            f"{role} key for that namespace"
+        )
+    return who
+
+
+# --- signed webhooks ------------------------------------------------------------------------------
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """The signature header value for a body: ``sha256=<hex>``."""
+    mac = hmac.new(secret.encode("utf-8"), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return "sha256=" + mac.hexdigest()
+
+
+def verify_signature() -> None:
+    """Check the HMAC signature and timestamp of the request body; refuse replays."""
+    secret = current_app.extensions["gitmem"].settings.hmac_secret
+    if not secret:
+        raise Unauthenticated("signed requests are not enabled here (GITMEM_HMAC_SECRET is unset)")
+    stamp = request.headers.get("X-Gitmem-Timestamp", "")
+    try:
+        timestamp = int(stamp)
+    except ValueError:
+        raise Unauthenticated("X-Gitmem-Timestamp must be the Unix time in seconds") from None
+    if abs(time.time() - timestamp) > SIGNATURE_WINDOW:
+        raise Unauthenticated(
+            f"the signature timestamp is more than {SIGNATURE_WINDOW} s away from now; sign again"
+        )
+    given = request.headers.get("X-Gitmem-Signature", "").strip()
+    expected = sign(secret, timestamp, request.get_data(cache=True))
+    if not hmac.compare_digest(given, expected):
+        raise Unauthenticated("the request signature does not match its body")
+    replays = current_app.extensions["gitmem.replays"]
+    assert isinstance(replays, ReplayGuard)
+    if not replays.first_use(given, timestamp):
+        raise Unauthenticated("this signed request was already received (replay refused)")
+
+
+class ReplayGuard:
+    """Signatures seen within the window, shared by every process through SQLite."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+
+    def _conn(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
+                                 check_same_thread=False)
+            db.execute("CREATE TABLE IF NOT EXISTS seen(signature TEXT PRIMARY KEY, at INTEGER)")
+            self._db = db
+        return self._db
+
+    def first_use(self, signature: str, timestamp: int) -> bool:
+        """Record a signature; False when it was recorded before."""
+        with self._lock:
+            db = self._conn()
+            db.execute("DELETE FROM seen WHERE at < ?", (int(time.time()) - 2 * SIGNATURE_WINDOW,))
+            try:
+                db.execute("INSERT INTO seen VALUES (?, ?)", (signature, timestamp))
+            except sqlite3.IntegrityError:
+                return False
+            return True
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None

@@ -1,0 +1,119 @@
+"""Git over HTTP: ``git clone http://HOST/git/<namespace>.git`` through the real ``git http-backend``.
+
+Each request runs the CGI program with the request body on its standard input and streams its
+output back. A reader key is required (HTTP Basic with the key as password, or a bearer token).
+Pushing is refused here and, in case a request slips past, by ``http.receivepack=false``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from typing import IO
+
+from flask import Blueprint, Response, request
+
+from ..errors import PermissionDenied, Unavailable
+from .api import service
+from .auth import require
+
+log = logging.getLogger(__name__)
+bp = Blueprint("git", __name__, url_prefix="/git")
+# Fetch negotiation of a large repository can send more than the API's body limit.
+MAX_GIT_BODY = 64 * 1024 * 1024
+CHUNK = 64 * 1024
+
+
+@bp.route("/<ns>.git/<path:rest>", methods=["GET", "POST"])
+def backend(ns: str, rest: str) -> Response:
+    request.max_content_length = MAX_GIT_BODY
+    if rest == "git-receive-pack" or request.args.get("service") == "git-receive-pack":
+        require(ns, "reader")
+        raise PermissionDenied("pushing is not allowed here; change memories through gitmem instead")
+    who = require(ns, "reader")
+    service().ns(ns)  # 404 for a namespace that does not exist
+    git = shutil.which("git")
+    if git is None:
+        raise Unavailable("the git program is not installed on the server")
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_PROJECT_ROOT": str(service().settings.repos_dir),
+        "GIT_HTTP_EXPORT_ALL": "1",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_COUNT": "2",
+        "GIT_CONFIG_KEY_0": "http.receivepack",
+        "GIT_CONFIG_VALUE_0": "false",
+        "GIT_CONFIG_KEY_1": "safe.directory",
+        "GIT_CONFIG_VALUE_1": "*",
+        "HOME": str(service().settings.home),
+        "REQUEST_METHOD": request.method,
+        "PATH_INFO": f"/{ns}.git/{rest}",
+        "QUERY_STRING": request.query_string.decode("latin-1"),
+        "CONTENT_TYPE": request.headers.get("Content-Type", ""),
+        "REMOTE_USER": who.name,
+        "REMOTE_ADDR": request.remote_addr or "",
+        "GATEWAY_INTERFACE": "CGI/1.1",
+        "SERVER_PROTOCOL": request.environ.get("SERVER_PROTOCOL", "HTTP/1.1"),
+    }
+    for header, var in (("Git-Protocol", "GIT_PROTOCOL"), ("Content-Encoding", "HTTP_CONTENT_ENCODING")):
+        if request.headers.get(header):
+            env[var] = request.headers[header]
+    stdin = tempfile.TemporaryFile()
+    if request.method == "POST":
+        while chunk := request.stream.read(CHUNK):
+            stdin.write(chunk)
+        env["CONTENT_LENGTH"] = str(stdin.tell())
+        stdin.seek(0)
+    stderr = tempfile.TemporaryFile()
+    proc = subprocess.Popen([git, "http-backend"], stdin=stdin, stdout=subprocess.PIPE,
+                            stderr=stderr, env=env)
+    stdin.close()
+    assert proc.stdout is not None
+    status, headers = _read_headers(proc.stdout)
+    return Response(CgiOutput(proc, proc.stdout, stderr), status=status, headers=headers,
+                    direct_passthrough=True)
+
+
+def _read_headers(out: IO[bytes]) -> tuple[int, list[tuple[str, str]]]:
+    """Read the CGI header block: ``Status:`` and the headers to pass on."""
+    status = 200
+    headers: list[tuple[str, str]] = []
+    while True:
+        line = out.readline()
+        if not line or line in (b"\r\n", b"\n"):
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.lower() == "status":
+            status = int(value.strip().split()[0])
+        else:
+            headers.append((name.strip(), value.strip()))
+    return status, headers
+
+
+class CgiOutput:
+    """The rest of the CGI program's output; closing it always reaps the process."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], out: IO[bytes], stderr: IO[bytes]) -> None:
+        self.proc, self.out, self.stderr = proc, out, stderr
+
+    def __iter__(self) -> Iterator[bytes]:
+        while chunk := self.out.read(CHUNK):
+            yield chunk
+
+    def close(self) -> None:
+        self.out.close()
+        if self.proc.poll() is None:
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.returncode:
+            self.stderr.seek(0)
+            log.warning("git http-backend exited %s: %s", self.proc.returncode,
+                        self.stderr.read().decode("utf-8", "replace").strip())
+        self.stderr.close()

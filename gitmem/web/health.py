@@ -1,0 +1,81 @@
+"""``/healthz``: is the repository readable, does the broker answer, is a worker listening?
+
+The answer is 200 while the repositories can be read (the web app can do its job) and 503 when
+they cannot; the broker and worker are reported beside it, since the API works without them and
+only consolidation waits.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from flask import Blueprint, Response, jsonify
+
+from ..service import MemoryService
+from .api import service
+
+log = logging.getLogger(__name__)
+bp = Blueprint("health", __name__)
+PING_TIMEOUT = 0.5
+
+
+@bp.get("/healthz")
+def healthz() -> tuple[Response, int]:
+    svc = service()
+    report = {"repository": repository(svc), "broker": {"ok": False}, "worker": {"ok": False}}
+    try:
+        from ..tasks import create_celery
+    except ImportError as exc:
+        report["broker"]["error"] = f"tasks are not available: {exc}"
+    else:
+        celery = create_celery(svc.settings)
+        report["broker"] = broker(celery, svc)
+        if report["broker"]["ok"]:
+            report["worker"] = worker(celery)
+    ok = all(part["ok"] for part in report.values())
+    status = "ok" if ok else "degraded" if report["repository"]["ok"] else "failing"
+    return jsonify({"status": status, **report}), 200 if report["repository"]["ok"] else 503
+
+
+def repository(svc: MemoryService) -> dict[str, Any]:
+    try:
+        names = svc.namespaces()
+        for name in names:
+            svc.ns(name).store.head_id()
+    except Exception as exc:  # any failure to read is exactly what this check reports
+        return {"ok": False, "error": str(exc)}
+    return {"ok": True, "path": str(svc.settings.repos_dir), "namespaces": len(names)}
+
+
+def redact(url: str) -> str:
+    """A broker URL without its password."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def broker(celery: Any, svc: MemoryService) -> dict[str, Any]:
+    url = str(celery.conf.broker_url or "")
+    out: dict[str, Any] = {"ok": False, "url": redact(url),
+                           "embedded": svc.settings.broker_url is None}
+    try:
+        with celery.connection_for_write() as conn:
+            conn.ensure_connection(max_retries=1, timeout=2)
+    except Exception as exc:  # kombu raises many kinds; all mean "not reachable"
+        out["error"] = str(exc)
+        return out
+    out["ok"] = True
+    return out
+
+
+def worker(celery: Any) -> dict[str, Any]:
+    try:
+        replies = celery.control.ping(timeout=PING_TIMEOUT) or []
+    except Exception as exc:  # a transport without broadcast support cannot be pinged
+        return {"ok": False, "error": str(exc)}
+    names = sorted(name for reply in replies for name in reply)
+    return {"ok": bool(names), "workers": names}

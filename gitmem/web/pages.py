@@ -1,0 +1,263 @@
+"""HTML pages for people: dashboard, search, a memory, and reviews shown like pull requests.
+
+Every page works without JavaScript. Sign-in puts a key's id in the (signed) session cookie;
+every form post carries a per-session CSRF token and must come from this site's own origin.
+Memory text is rendered as Markdown with raw HTML disabled, so a memory cannot run script here.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    flash,
+    redirect,
+    render_template,
+    request,
+    send_from_directory,
+    session,
+    url_for,
+)
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+from werkzeug.wrappers import Response as BaseResponse
+
+from ..concepts import STATES, TYPES, iso
+from ..errors import GitmemError, PermissionDenied
+from ..templating import templates_dir
+from .api import REVIEW_STATES, review_number, reviews, service
+from .auth import Caller, Unauthenticated, keystore, require
+
+bp = Blueprint("pages", __name__, static_folder=None)
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+
+
+def markdown(text: str) -> Markup:
+    """Memory text as HTML; raw HTML in the text is shown as text, never passed through."""
+    return Markup(_markdown.render(text))  # noqa: S704 - html=False escapes every tag
+
+
+@bp.app_template_filter("iso")
+def _iso(moment: Any) -> str:
+    return iso(moment) if isinstance(moment, datetime) else str(moment or "")
+
+
+@bp.app_template_filter("timestamp")
+def _timestamp(seconds: Any) -> str:
+    return iso(datetime.fromtimestamp(int(seconds), UTC))
+
+
+# --- session, CSRF ---------------------------------------------------------------------------------
+
+
+def csrf_token() -> str:
+    token = session.get("csrf")
+    if not isinstance(token, str):
+        token = secrets.token_urlsafe(32)
+        session["csrf"] = token
+    return token
+
+
+@bp.app_context_processor
+def _globals() -> dict[str, Any]:
+    return {"csrf_token": csrf_token, "markdown": markdown, "signed_in": session.get("key_name")}
+
+
+@bp.before_request
+def _check_post() -> None:
+    if request.method != "POST":
+        return
+    origin = request.headers.get("Origin") or request.headers.get("Referer")
+    if origin and urlsplit(origin).netloc != request.host:
+        abort(403, "this form was posted from another site")
+    sent = request.form.get("csrf_token", "")
+    token = session.get("csrf")
+    if not isinstance(token, str) or not hmac.compare_digest(sent, token):
+        abort(403, "the form expired or did not come from this site; reload the page and try again")
+
+
+def signed_in(namespace: str, role: str = "reader") -> Caller:
+    return require(namespace, role, allow_session=True)
+
+
+@bp.errorhandler(Unauthenticated)
+def _sign_in_first(exc: Unauthenticated) -> BaseResponse:
+    flash(str(exc))
+    return redirect(url_for("pages.login", next=request.full_path if request.method == "GET" else None))
+
+
+def back(default: str) -> BaseResponse:
+    return redirect(default, code=303)
+
+
+def act(message: str, target: str, call: Any) -> BaseResponse:
+    """Run a write for a form post; show what happened (or what went wrong) on ``target``."""
+    try:
+        call()
+    except PermissionDenied:
+        raise
+    except GitmemError as exc:
+        flash(f"{type(exc).__name__}: {exc}", "error")
+    else:
+        flash(message, "ok")
+    return back(target)
+
+
+# --- sign-in --------------------------------------------------------------------------------------
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> str | BaseResponse:
+    target = request.values.get("next") or ""
+    if not target.startswith("/") or target.startswith("//"):
+        target = url_for("pages.index")
+    if request.method == "POST":
+        stored = keystore().verify(request.form.get("key", ""))
+        if stored is None:
+            flash("that key is not valid (revoked, mistyped or never made)", "error")
+            return render_template("login.html", next=target), 401
+        session.clear()
+        session["key_id"], session["key_name"] = stored.id, stored.name
+        csrf_token()
+        return back(target)
+    return render_template("login.html", next=target)
+
+
+@bp.post("/logout")
+def logout() -> BaseResponse:
+    session.clear()
+    return back(url_for("pages.login"))
+
+
+@bp.get("/")
+def index() -> str | BaseResponse:
+    key_id = session.get("key_id")
+    stored = keystore().get(str(key_id)) if key_id else None
+    if stored is None:
+        return redirect(url_for("pages.login"))
+    names = [n for n in service().namespaces() if stored.covers(n)]
+    if len(names) == 1:
+        return redirect(url_for("pages.dashboard", ns=names[0]))
+    return render_template("index.html", namespaces=names)
+
+
+# --- namespace pages ------------------------------------------------------------------------------
+
+
+def open_reviews(ns: str) -> list[Any]:
+    try:
+        return list(reviews().list(ns, status="open"))
+    except GitmemError:
+        return []
+
+
+@bp.get("/ns/<ns>/")
+def dashboard(ns: str) -> str:
+    signed_in(ns)
+    status = service().status(ns)
+    strongest = service().recall(ns, "", limit=10, record=False)
+    return render_template("dashboard.html", ns=ns, status=status, strongest=strongest,
+                           reviews=open_reviews(ns), types=TYPES, states=STATES)
+
+
+@bp.get("/ns/<ns>/search")
+def search(ns: str) -> str:
+    signed_in(ns)
+    query = request.args.get("q", "")
+    path = request.args.get("path", "")
+    hits = []
+    if query.strip() or path.strip():
+        hits = service().recall(ns, query, path=path or None, limit=50, record=False)
+    return render_template("search.html", ns=ns, q=query, path=path, hits=hits)
+
+
+@bp.get("/ns/<ns>/memories/<memory_id>")
+def memory(ns: str, memory_id: str) -> str:
+    who = signed_in(ns)
+    found = service().show(ns, memory_id)
+    return render_template("memory.html", ns=ns, memory=found,
+                           history=service().history(ns, memory_id),
+                           discussion=service().discussion(ns, memory_id),
+                           can_write=who.allows(ns, "writer"), can_review=who.allows(ns, "reviewer"))
+
+
+@bp.post("/ns/<ns>/memories/<memory_id>/feedback")
+def memory_feedback(ns: str, memory_id: str) -> BaseResponse:
+    who = signed_in(ns, "writer")
+    action = request.form.get("action", "")
+    text = request.form.get("text") or None
+    target = url_for("pages.memory", ns=ns, memory_id=memory_id)
+    done = {"confirm": "Confirmed.", "reject": "Rejected and archived.", "discuss": "Comment added.",
+            "amend": "Amendment saved."}.get(action, "Done.")
+
+    def call() -> None:
+        result = service().feedback(ns, memory_id, action, actor=who.name, text=text, role=who.role)
+        if result.review is not None:
+            flash(f"Your amendment opened review #{result.review}.", "ok")
+
+    return act(done, target, call)
+
+
+@bp.post("/ns/<ns>/commits/<commit>/revert")
+def revert(ns: str, commit: str) -> BaseResponse:
+    who = signed_in(ns, "reviewer")
+    target = request.form.get("back", "")
+    if not target.startswith("/") or target.startswith("//"):
+        target = url_for("pages.dashboard", ns=ns)
+    return act(f"Reverted {commit[:10]}.", target, lambda: service().revert(ns, commit, actor=who.name))
+
+
+# --- reviews --------------------------------------------------------------------------------------
+
+
+@bp.get("/ns/<ns>/reviews")
+def review_list(ns: str) -> str:
+    signed_in(ns)
+    state = request.args.get("status") or None
+    if state not in (None, *REVIEW_STATES):
+        state = None
+    service().ns(ns)
+    return render_template("reviews.html", ns=ns, reviews=reviews().list(ns, status=state),
+                           status=state, states=REVIEW_STATES)
+
+
+@bp.get("/ns/<ns>/reviews/<number>")
+def review(ns: str, number: str) -> str:
+    who = signed_in(ns)
+    n = review_number(number)
+    service().ns(ns)
+    return render_template("review.html", ns=ns, review=reviews().get(ns, n),
+                           commits=reviews().diff(ns, n), can_review=who.allows(ns, "reviewer"),
+                           can_write=who.allows(ns, "writer"))
+
+
+@bp.post("/ns/<ns>/reviews/<number>")
+def review_action(ns: str, number: str) -> BaseResponse:
+    n = review_number(number)
+    action = request.form.get("action", "")
+    target = url_for("pages.review", ns=ns, number=n)
+    if action == "comment":
+        who = signed_in(ns, "writer")
+        text = request.form.get("text", "")
+        return act("Comment added.", target, lambda: reviews().comment(ns, n, actor=who.name, text=text))
+    who = signed_in(ns, "reviewer")
+    if action == "approve":
+        chosen = request.form.getlist("commit") or None
+        what = f"Merged {len(chosen)} selected commit(s)." if chosen else "Approved and merged."
+        return act(what, target, lambda: reviews().approve(ns, n, actor=who.name, commits=chosen))
+    if action == "reject":
+        reason = request.form.get("reason", "")
+        return act("Rejected.", target, lambda: reviews().reject(ns, n, actor=who.name, reason=reason))
+    abort(400, f"unknown review action {action!r}")
+
+
+@bp.get("/static/<path:name>")
+def static(name: str) -> Response:
+    return send_from_directory(templates_dir() / "web" / "static", name, max_age=3600)

@@ -1,0 +1,44 @@
+"""The feedback webhook: ``POST /api/v1/feedback`` from agents, tools and chat bots.
+
+Authenticated by an API key (writer or above on the namespace) or by an HMAC signature of the
+body (see :mod:`.auth`). The actor named in the body is recorded in the commit's trailers. A
+maintainer's name, which lets an amendment skip review, can only be claimed by a key of that
+name or by an admin key; signed requests are trusted integrations and name whom they like.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify
+
+from ..errors import InvalidInput, PermissionDenied
+from ..service import FEEDBACK_ACTIONS
+from . import inputs
+from .api import service
+from .auth import caller, require
+
+bp = Blueprint("webhook", __name__, url_prefix="/api/v1")
+
+
+@bp.post("/feedback")
+def feedback() -> tuple[Response, int]:
+    who = caller(allow_signature=True)
+    data = inputs.body()
+    inputs.known(data, "namespace", "memory_id", "action", "text", "actor")
+    namespace = inputs.string(data, "namespace") or service().settings.default_namespace
+    require(namespace, "writer", allow_signature=True)
+    action = inputs.string(data, "action", required=True) or ""
+    memory_id = inputs.string(data, "memory_id", required=True) or ""
+    actor = inputs.string(data, "actor") or who.name
+    if (who.key is not None and actor != who.name and actor in service().settings.maintainers
+            and who.role != "admin"):
+        raise PermissionDenied(
+            f"this key acts as {who.name!r}; only an admin key or the maintainer's own key may "
+            f"give feedback as maintainer {actor!r}"
+        )
+    if action not in FEEDBACK_ACTIONS:
+        raise InvalidInput(f"unknown action {action!r}; use one of: {', '.join(FEEDBACK_ACTIONS)}")
+    result = service().feedback(namespace, memory_id, action, actor=actor,
+                                text=inputs.string(data, "text"),
+                                role=who.role if who.key is not None else None)
+    status = 202 if result.review is not None else 200
+    return jsonify(result.to_dict()), status
