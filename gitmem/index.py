@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -147,6 +147,26 @@ class SearchIndex:
                     if data is not None:
                         self._add(db, new_path, data)
             db.execute("INSERT OR REPLACE INTO meta VALUES('commit', ?)", (head_id,))
+
+    def apply(self, parent_id: str, commit_id: str, changes: Mapping[str, bytes | None]) -> bool:
+        """Move the index from ``parent_id`` to ``commit_id`` by the file changes of that commit.
+
+        The writer already holds the changed files, so this skips the tree diff and blob reads of
+        :meth:`sync` (a diff costs time in proportion to the whole tree). Returns False, changing
+        nothing, when the index is not at ``parent_id``; :meth:`sync` then does the work.
+        """
+        if self.indexed_commit() != parent_id:
+            return False
+        with self._write() as db:
+            if self.indexed_commit() != parent_id:
+                return False
+            for path, data in changes.items():
+                if is_memory_path(path):
+                    self._remove(db, path)
+                    if data is not None:
+                        self._add(db, path, data)
+            db.execute("INSERT OR REPLACE INTO meta VALUES('commit', ?)", (commit_id,))
+        return True
 
     def _remove(self, db: sqlite3.Connection, path: str) -> None:
         row = db.execute("SELECT rowid FROM memories WHERE path=?", (path,)).fetchone()

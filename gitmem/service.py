@@ -434,7 +434,18 @@ class MemoryService:
         return path
 
     def _commit(self, ns: Namespace, plan: Any) -> str | None:
-        oid = ns.store.transact(plan)
+        planned: list[tuple[str, Change]] = []
+
+        def recorded(head: pygit2.Commit) -> Change | None:
+            change = plan(head)
+            planned[:] = [] if change is None else [(str(head.id), change)]
+            return change
+
+        oid = ns.store.transact(recorded)
+        if oid is not None and planned and planned[0][1].tree is None:
+            # The files of the change are at hand: index them without diffing the whole tree.
+            parent_id, change = planned[0]
+            ns.index.apply(parent_id, str(oid), change.changes)
         ns.synced()
         return None if oid is None else str(oid)
 
