@@ -88,6 +88,9 @@ class Settings:
     slack_reviewers: tuple[str, ...] = ()
     slack_review_channel: str | None = None
 
+    # Celery queue name: separate deployments (or test runs) sharing one broker use different ones.
+    celery_queue: str = "gitmem"
+
     @property
     def repos_dir(self) -> Path:
         """Where the bare repositories live, one per namespace."""
