@@ -16,11 +16,13 @@ def body() -> dict[str, Any]:
     if not raw.strip():
         return {}
     try:
-        data = json.loads(raw)
+        data = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise InvalidInput(f"the request body is not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise InvalidInput(f"the request body is not valid JSON: {exc.msg} at position {exc.pos}") from None
+    except RecursionError:
+        raise InvalidInput("the request body nests JSON too deeply") from None
     if not isinstance(data, dict):
         raise InvalidInput("the request body must be a JSON object")
     return data

@@ -1,0 +1,172 @@
+"""The feedback webhook: confirm, reject, discuss, amend; keys and HMAC-signed requests."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from gitmem.keys import KeyStore
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+from gitmem.web import create_app
+from gitmem.web.auth import sign
+
+SECRET = "webhook-shared-secret"
+URL = "/api/v1/feedback"
+
+
+@pytest.fixture
+def hsvc(settings: Settings) -> Iterator[MemoryService]:
+    """A service whose settings have a webhook secret and a maintainer named alice."""
+    service = MemoryService(settings.with_(hmac_secret=SECRET, maintainers=("alice",)))
+    service.init("default")
+    yield service
+    service.close()
+
+
+@pytest.fixture
+def hclient(hsvc: MemoryService) -> FlaskClient:
+    app: Flask = create_app(service=hsvc)
+    return app.test_client()
+
+
+@pytest.fixture
+def mid(hsvc: MemoryService) -> str:
+    result = hsvc.remember("default", "The staging database is reset every night")
+    assert result.memory is not None
+    return result.memory.id
+
+
+@pytest.fixture
+def writer(hsvc: MemoryService) -> dict[str, str]:
+    return {"X-API-Key": KeyStore(hsvc.settings.home).create("default", "writer", name="ci-bot")[0]}
+
+
+def signed(body: dict[str, object], *, at: float | None = None, secret: str = SECRET) -> tuple[bytes, dict[str, str]]:
+    raw = json.dumps(body).encode()
+    stamp = int(time.time() if at is None else at)
+    return raw, {"Content-Type": "application/json", "X-Gitmem-Timestamp": str(stamp),
+                 "X-Gitmem-Signature": sign(secret, stamp, raw)}
+
+
+def trailers(svc: MemoryService) -> dict[str, list[str]]:
+    return svc.log("default", limit=1)[0].trailers
+
+
+def test_confirm_marks_verified_and_names_the_actor(hclient: FlaskClient, hsvc: MemoryService, mid: str,
+                                                    writer: dict[str, str],
+                                                    fsck: Callable[[str], None]) -> None:
+    response = hclient.post(URL, headers=writer,
+                            json={"namespace": "default", "memory_id": mid, "action": "confirm",
+                                  "actor": "dana"})
+    assert response.status_code == 200
+    assert response.json["memory"]["verified"] == ["dana"]
+    assert hsvc.show("default", mid).access_count == 1
+    assert trailers(hsvc)["Actor"] == ["dana"] and trailers(hsvc)["Action"] == ["confirm"]
+    fsck("default")
+
+
+def test_reject_archives_with_the_reason(hclient: FlaskClient, hsvc: MemoryService, mid: str,
+                                         writer: dict[str, str]) -> None:
+    response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "reject",
+                                                       "text": "it is reset weekly now"})
+    assert response.status_code == 200
+    memory = hsvc.show("default", mid)
+    assert memory.state == "archived" and memory.archived_reason == "it is reset weekly now"
+    assert trailers(hsvc)["Actor"] == ["ci-bot"]
+
+
+def test_discuss_adds_to_the_thread_and_leaves_the_memory(hclient: FlaskClient, hsvc: MemoryService,
+                                                          mid: str, writer: dict[str, str]) -> None:
+    before = hsvc.show("default", mid)
+    response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "discuss",
+                                                       "text": "Is this still true?", "actor": "eve"})
+    assert response.status_code == 200
+    assert [(c.actor, c.text) for c in hsvc.discussion("default", mid)] == [("eve", "Is this still true?")]
+    assert hsvc.show("default", mid) == before
+
+
+def test_amend_by_a_writer_opens_a_review_and_leaves_main(hclient: FlaskClient, hsvc: MemoryService,
+                                                          mid: str, writer: dict[str, str]) -> None:
+    before = hsvc.status("default")["head"]
+    response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "amend",
+                                                       "text": "The staging database is reset weekly"})
+    assert response.status_code == 202 and isinstance(response.json["review"], int)
+    assert hsvc.status("default")["head"] == before
+    assert hsvc.show("default", mid).text == "The staging database is reset every night"
+
+
+def test_amend_by_a_maintainer_changes_main(hclient: FlaskClient, hsvc: MemoryService, mid: str) -> None:
+    alice = {"X-API-Key": KeyStore(hsvc.settings.home).create("default", "writer", name="alice")[0]}
+    response = hclient.post(URL, headers=alice, json={"memory_id": mid, "action": "amend",
+                                                      "text": "The staging database is reset weekly"})
+    assert response.status_code == 200 and response.json["review"] is None
+    assert hsvc.show("default", mid).text == "The staging database is reset weekly"
+
+
+def test_a_writer_key_cannot_pose_as_a_maintainer(hclient: FlaskClient, hsvc: MemoryService, mid: str,
+                                                  writer: dict[str, str]) -> None:
+    before = hsvc.status("default")["head"]
+    response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "amend",
+                                                       "actor": "alice", "text": "changed behind her back"})
+    assert response.status_code == 403
+    assert hsvc.status("default")["head"] == before
+
+
+def test_signed_request_is_accepted_once(hclient: FlaskClient, hsvc: MemoryService, mid: str) -> None:
+    raw, headers = signed({"memory_id": mid, "action": "confirm", "actor": "slack:U123"})
+    first = hclient.post(URL, data=raw, headers=headers)
+    assert first.status_code == 200 and first.json["memory"]["verified"] == ["slack:U123"]
+    head = hsvc.status("default")["head"]
+    replay = hclient.post(URL, data=raw, headers=headers)
+    assert replay.status_code == 401 and "replay" in replay.json["error"]["message"]
+    assert hsvc.status("default")["head"] == head
+
+
+@pytest.mark.parametrize("forge", ["stale", "future", "wrong-secret", "tampered", "no-timestamp"])
+def test_stale_or_forged_signatures_are_401(hclient: FlaskClient, hsvc: MemoryService, mid: str,
+                                            forge: str) -> None:
+    body = {"memory_id": mid, "action": "reject", "actor": "mallory"}
+    at = {"stale": time.time() - 3600, "future": time.time() + 3600}.get(forge)
+    raw, headers = signed(body, at=at, secret="guess" if forge == "wrong-secret" else SECRET)
+    if forge == "tampered":
+        raw = raw.replace(b"mallory", b"alice")
+    if forge == "no-timestamp":
+        del headers["X-Gitmem-Timestamp"]
+    before = hsvc.status("default")["head"]
+    response = hclient.post(URL, data=raw, headers=headers)
+    assert response.status_code == 401 and response.json["error"]["message"]
+    assert hsvc.status("default")["head"] == before
+
+
+def test_signatures_are_refused_when_no_secret_is_set(client: FlaskClient, svc: MemoryService) -> None:
+    raw, headers = signed({"memory_id": "0123456789", "action": "confirm"})
+    response = client.post(URL, data=raw, headers=headers)
+    assert response.status_code == 401 and "GITMEM_HMAC_SECRET" in response.json["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [({"memory_id": "0123456789", "action": "confirm"}, 404),
+     ({"memory_id": "nope", "action": "confirm"}, 400),
+     ({"action": "confirm"}, 400),
+     ({"memory_id": "0123456789", "action": "applaud"}, 400),
+     ({"memory_id": "0123456789", "action": "confirm", "namespace": "elsewhere"}, 403)],
+)
+def test_bad_feedback_changes_nothing(hclient: FlaskClient, hsvc: MemoryService, writer: dict[str, str],
+                                      body: dict[str, str], status: int) -> None:
+    before = hsvc.status("default")["head"]
+    response = hclient.post(URL, headers=writer, json=body)
+    assert response.status_code == status and response.json["error"]["message"]
+    assert hsvc.status("default")["head"] == before
+
+
+def test_reader_key_cannot_give_feedback(hclient: FlaskClient, hsvc: MemoryService, mid: str) -> None:
+    reader = {"X-API-Key": KeyStore(hsvc.settings.home).create("default", "reader")[0]}
+    response = hclient.post(URL, headers=reader, json={"memory_id": mid, "action": "confirm"})
+    assert response.status_code == 403
