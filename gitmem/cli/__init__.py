@@ -5,6 +5,7 @@ Each front end adds its commands in a module of its own; they are registered her
 
 from __future__ import annotations
 
+from . import consolidate  # noqa: F401  (consolidate, review, worker)
 from . import memory  # noqa: F401  (registers the core commands)
 from . import server  # noqa: F401  (serve, key)
 from .base import main

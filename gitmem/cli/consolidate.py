@@ -1,0 +1,192 @@
+"""Consolidation commands: ``consolidate``, ``review list|show|approve|reject|comment``, ``worker``."""
+
+from __future__ import annotations
+
+import getpass
+from typing import Any
+
+import click
+
+from .. import consolidate as consolidation
+from ..reviews import Review
+from .base import emit, json_option, main, namespace_option, ns_name, service, settings
+
+
+def _actor_option(func: Any) -> Any:
+    return click.option("--actor", default=None, metavar="NAME",
+                        help="Who is acting (default: your login name).")(func)
+
+
+def _actor(actor: str | None) -> str:
+    return actor or getpass.getuser()
+
+
+def _review_line(review: Review) -> str:
+    return (f"#{review.number:<4} {review.status:<8} {review.kind:<13} {review.author:<10} "
+            f"{review.created:%Y-%m-%d %H:%M}  {review.title}")
+
+
+@main.command(name="consolidate")
+@click.option("--dry-run", is_flag=True, help="Print the plan and write nothing.")
+@click.option("--queue", is_flag=True, help="Hand the run to the workers (`gitmem worker`) instead.")
+@namespace_option
+@json_option
+def consolidate_command(dry_run: bool, queue: bool, namespace: str | None, as_json: bool) -> None:
+    """Merge related memories and tidy their lifecycle on a branch, then open a review.
+
+    Nothing reaches main until the review is approved with `gitmem review approve`.
+    """
+    name = ns_name(namespace)
+    if queue:
+        from ..tasks import enqueue_consolidation
+
+        task_id = enqueue_consolidation(settings(), name, dry_run=dry_run)
+        emit({"namespace": name, "task": task_id}, as_json,
+             lambda: click.echo(f"consolidation of {name} queued as task {task_id}"))
+        return
+    svc = service()
+    if dry_run:
+        result = consolidation.run(svc, name, dry_run=True)
+        emit(result.to_dict(), as_json, lambda: _print_plan(result))
+        return
+    def progress(done: int, total: int, label: str) -> None:
+        if as_json:
+            return
+        width = 30
+        filled = width * done // max(total, 1)
+        text = " ".join(label.split())[:40]
+        click.echo(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {text:<40}", nl=False, err=True)
+        if done >= total:
+            click.echo("", err=True)
+
+    result = consolidation.run(svc, name, progress=progress)
+    emit(result.to_dict(), as_json, lambda: _print_run(result))
+
+
+def _print_plan(result: consolidation.RunResult) -> None:
+    plan = result.plan
+    for cluster in plan.clusters:
+        kind = "pair" if cluster.pair else "cluster"
+        click.echo(f"{kind} (min similarity {cluster.min_similarity:.2f}):")
+        for m in cluster.members:
+            click.echo(f"  {m.id}  {m.source:<13} {' '.join(m.text.split())[:100]}")
+    for item in plan.lifecycle:
+        click.echo(f"{item.action:<8} {item.memory.id}  {item.reason}")
+    click.echo(result.summary)
+
+
+def _print_run(result: consolidation.RunResult) -> None:
+    for decision in result.decisions:
+        click.echo(f"{decision.kind:<8} {', '.join(decision.memory_ids)}: {decision.reason}")
+    click.echo(result.summary)
+    if result.review is not None:
+        click.echo(f"see it with `gitmem review show {result.review}`; approve with "
+                   f"`gitmem review approve {result.review}`")
+
+
+@main.group()
+def review() -> None:
+    """Reviews of proposed changes (consolidation runs, amendments): list, show, decide."""
+
+
+@review.command(name="list")
+@click.option("--status", type=click.Choice(["open", "merged", "rejected", "stale"]), help="Only these.")
+@namespace_option
+@json_option
+def review_list(status: str | None, namespace: str | None, as_json: bool) -> None:
+    """List reviews, oldest first."""
+    reviews = service().reviews.list(ns_name(namespace), status=status)
+
+    def human() -> None:
+        if not reviews:
+            click.echo("no reviews")
+        for r in reviews:
+            click.echo(_review_line(r))
+
+    emit([r.to_dict() for r in reviews], as_json, human)
+
+
+@review.command(name="show")
+@click.argument("number", type=int)
+@namespace_option
+@json_option
+def review_show(number: int, namespace: str | None, as_json: bool) -> None:
+    """Show a review: its commits, their reasons and a unified diff per memory."""
+    reviews = service().reviews
+    name = ns_name(namespace)
+    found = reviews.get(name, number)
+    commits = reviews.diff(name, number)
+
+    def human() -> None:
+        click.echo(_review_line(found))
+        if found.stale_reason:
+            click.echo(f"stale: {found.stale_reason}")
+        if found.description:
+            click.echo(found.description)
+        for commit in commits:
+            click.echo(f"\ncommit {commit.id[:10]}  {commit.summary}")
+            if commit.reason:
+                click.echo(commit.reason)
+            for f in commit.files:
+                click.echo(f.unified.rstrip("\n"))
+        for c in found.comments:
+            click.echo(f"\n{c['actor']} at {c['at']}: {c['text']}")
+
+    emit(found.to_dict() | {"commits": [c.to_dict() for c in commits]}, as_json, human)
+
+
+@review.command(name="approve")
+@click.argument("number", type=int)
+@click.option("--commit", "commits", multiple=True, metavar="SHA",
+              help="Approve only this commit of the review (repeat for more).")
+@_actor_option
+@namespace_option
+@json_option
+def review_approve(number: int, commits: tuple[str, ...], actor: str | None, namespace: str | None,
+                   as_json: bool) -> None:
+    """Merge a review (or only some of its commits) into main."""
+    found = service().reviews.approve(ns_name(namespace), number, actor=_actor(actor),
+                                      commits=list(commits) if commits else None)
+    emit(found.to_dict(), as_json,
+         lambda: click.echo(f"review #{found.number} merged as {str(found.merged_commit)[:10]}"))
+
+
+@review.command(name="reject")
+@click.argument("number", type=int)
+@click.option("--reason", default="", help="Why (added to the thread).")
+@_actor_option
+@namespace_option
+@json_option
+def review_reject(number: int, reason: str, actor: str | None, namespace: str | None, as_json: bool) -> None:
+    """Close a review without merging; main is untouched."""
+    found = service().reviews.reject(ns_name(namespace), number, actor=_actor(actor), reason=reason)
+    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number} rejected"))
+
+
+@review.command(name="comment")
+@click.argument("number", type=int)
+@click.argument("text")
+@_actor_option
+@namespace_option
+@json_option
+def review_comment(number: int, text: str, actor: str | None, namespace: str | None, as_json: bool) -> None:
+    """Add a comment to a review's thread."""
+    found = service().reviews.comment(ns_name(namespace), number, actor=_actor(actor), text=text)
+    emit(found.to_dict(), as_json,
+         lambda: click.echo(f"review #{found.number}: {len(found.comments)} comments"))
+
+
+@main.command()
+@click.option("--beat", is_flag=True, help="Also run the scheduler (daily consolidation of every namespace).")
+@click.option("--concurrency", "-c", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Worker processes.")
+@click.option("--loglevel", "-l", default="INFO", show_default=True, help="Celery log level.")
+@click.option("--hostname", default=None, help="Worker node name (default: celery@<host>).")
+def worker(beat: bool, concurrency: int, loglevel: str, hostname: str | None) -> None:
+    """Run a Celery worker for consolidation (embedded broker unless GITMEM_BROKER_URL is set)."""
+    from ..tasks import create_celery, worker_argv
+
+    config = settings()
+    app = create_celery(config)
+    app.worker_main(worker_argv(config, beat=beat, concurrency=concurrency, loglevel=loglevel,
+                                hostname=hostname))

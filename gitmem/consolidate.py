@@ -1,0 +1,719 @@
+"""Consolidation: find related memories, merge them, tidy the lifecycle, all on a review branch.
+
+A run has three phases. :func:`plan` reads the namespace and decides what to look at, without
+writing: clusters of related active memories, highly similar pairs, and lifecycle actions
+(archive faded memories, clean up never-used ones, promote or discard pending ones). Then each
+cluster, pair and grey-zone memory goes to the LLM port (:mod:`gitmem.llm`) for a decision. Last,
+every decision that changes something becomes one commit on a new branch
+``consolidate/<namespace>/<timestamp>`` off main, with the reason in its message, and a review is
+opened. Nothing reaches main until someone approves the review (:mod:`gitmem.reviews`).
+
+Clustering must not chain: union-find over pairs at 0.3 links almost every English statement to
+every other through intermediaries. Clusters here are grown greedily from the most similar pair
+down, and two groups join only if every member of one is at least ``threshold`` similar to every
+member of the other (complete linkage), up to 8 members. Candidate pairs come from an inverted
+index with prefix filtering (the AllPairs similarity join), which finds exactly the pairs an
+all-pairs scan finds, without scanning all pairs.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pygit2
+
+from . import concepts
+from .concepts import Memory, now
+from .errors import Conflict, Unavailable
+from .llm import LLM, Judgement, MergeDecision, PairDecision, llm_from_settings
+from .similarity import similarity
+from .store import Change
+
+if TYPE_CHECKING:
+    from .service import MemoryService, Namespace
+
+MIN_CLUSTER = 2
+MAX_CLUSTER = 8
+NEVER_USED_KEEP_DAYS = 7
+NEVER_USED_ARCHIVE_DAYS = 30
+PROMOTE_AT = 0.6
+DISCARD_BELOW = 0.3
+FREQUENT_USES = 3  # uses at which a pending memory's retrieval frequency counts as full
+AGE_HORIZON_DAYS = 30  # age at which a pending memory's age decay is complete
+ACTOR = "gitmem"
+
+Progress = Callable[[int, int, str], None]
+
+
+class AlreadyRunning(Conflict):
+    """Another consolidation of the same namespace holds the lock."""
+
+
+# --- finding similar pairs and clusters ----------------------------------------------------------
+
+
+def _dice_at_least(a: frozenset[str], b: frozenset[str], threshold: float) -> float | None:
+    """Dice coefficient of two sets if it reaches ``threshold``, else None."""
+    total = len(a) + len(b)
+    if not total:
+        return None
+    score = 2 * len(a & b) / total
+    return score if score >= threshold else None
+
+
+def all_pairs(sets: Sequence[frozenset[str]], threshold: float) -> list[tuple[float, int, int]]:
+    """Every pair ``(score, i, j)`` with ``i < j`` and Dice >= ``threshold``, by scanning all pairs.
+
+    The quadratic baseline the indexed search is checked and benchmarked against.
+    """
+    out: list[tuple[float, int, int]] = []
+    for i in range(len(sets)):
+        a = sets[i]
+        for j in range(i + 1, len(sets)):
+            score = _dice_at_least(a, sets[j], threshold)
+            if score is not None:
+                out.append((score, i, j))
+    return out
+
+
+def similar_pairs(sets: Sequence[frozenset[str]], threshold: float) -> list[tuple[float, int, int]]:
+    """The same pairs as :func:`all_pairs`, found through an inverted index with prefix filtering.
+
+    Tokens are ordered rarest first. Two sets with Dice >= t share at least ``t/(2-t)`` of the
+    larger one's tokens, so they must share a token among the rarest few of each (the prefix);
+    only sets sharing a prefix token are compared. Sets are visited smallest first so the index
+    side may use the shorter prefix ``|B| - ceil(t|B|) + 1``.
+    """
+    if not 0 < threshold <= 1:
+        raise ValueError("threshold must be in (0, 1]")
+    freq = Counter(token for s in sets for token in s)
+    rank = {token: r for r, token in enumerate(sorted(freq, key=lambda t: (freq[t], t)))}
+    ordered = [sorted(rank[t] for t in s) for s in sets]
+    sizes = [len(s) for s in sets]
+    ratio = threshold / (2 - threshold)
+    eps = 1e-9
+    index: dict[int, list[int]] = {}
+    out: list[tuple[float, int, int]] = []
+    for i in sorted(range(len(sets)), key=lambda k: (sizes[k], k)):
+        size = sizes[i]
+        if not size:
+            continue
+        toks = ordered[i]
+        probe = size - math.ceil(ratio * size - eps) + 1
+        candidates: set[int] = set()
+        for token in toks[:probe]:
+            posting = index.get(token)
+            if posting:
+                candidates.update(posting)
+        if candidates:
+            a = sets[i]
+            min_size = ratio * size - eps
+            for j in candidates:
+                if sizes[j] < min_size:
+                    continue
+                score = _dice_at_least(a, sets[j], threshold)
+                if score is not None:
+                    out.append((score, i, j) if i < j else (score, j, i))
+        keep = size - math.ceil(threshold * size - eps) + 1
+        for token in toks[:keep]:
+            posting = index.get(token)
+            if posting is None:
+                index[token] = [i]
+            else:
+                posting.append(i)
+    return out
+
+
+def group(sets: Sequence[frozenset[str]], pairs: Sequence[tuple[float, int, int]], threshold: float,
+          max_size: int = MAX_CLUSTER) -> list[list[int]]:
+    """Complete-linkage groups: join two groups along the best pair only if all members stay close.
+
+    Deterministic for a given set of pairs (ties broken by index), so the indexed and the
+    all-pairs searches yield the same clusters. Returns groups of 2 or more, each sorted.
+    """
+    where: dict[int, int] = {}
+    members: dict[int, list[int]] = {}
+    for _, i, j in sorted(pairs, key=lambda p: (-p[0], p[1], p[2])):
+        gi, gj = where.get(i, i), where.get(j, j)
+        if gi == gj:
+            continue
+        a, b = members.get(gi, [i]), members.get(gj, [j])
+        if len(a) + len(b) > max_size:
+            continue
+        if len(a) * len(b) > 1 and not all(
+            _dice_at_least(sets[x], sets[y], threshold) is not None for x in a for y in b
+        ):
+            continue
+        if len(a) < len(b):
+            gi, gj, a, b = gj, gi, b, a
+        a = a + b
+        members[gi] = a
+        members.pop(gj, None)
+        for k in b:
+            where[k] = gi
+    return sorted(sorted(g) for g in members.values() if len(g) >= MIN_CLUSTER)
+
+
+def find_clusters(sets: Sequence[frozenset[str]], threshold: float, max_size: int = MAX_CLUSTER, *,
+                  baseline: bool = False) -> list[list[int]]:
+    """Clusters of 2 to ``max_size`` indexes into ``sets`` (``baseline`` scans all pairs)."""
+    pairs = all_pairs(sets, threshold) if baseline else similar_pairs(sets, threshold)
+    return group(sets, pairs, threshold, max_size)
+
+
+# --- the plan -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Related memories to merge (or, for a highly similar pair, to update/delete/ignore)."""
+
+    members: tuple[Memory, ...]
+    min_similarity: float
+    pair: bool = False
+
+    @property
+    def anchors(self) -> tuple[Memory, ...]:
+        """The user's own statements: they guide the merge but are never rewritten or removed."""
+        return tuple(m for m in self.members if m.source == "user")
+
+    @property
+    def replaceable(self) -> tuple[Memory, ...]:
+        return tuple(m for m in self.members if m.source != "user")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "pair" if self.pair else "cluster",
+            "min_similarity": round(self.min_similarity, 3),
+            "members": [{"id": m.id, "source": m.source, "title": m.title, "text": m.text}
+                        for m in self.members],
+        }
+
+
+@dataclass(frozen=True)
+class Lifecycle:
+    """A lifecycle action on one memory: ``archive``, ``promote``, ``discard`` or ``judge``."""
+
+    action: str
+    memory: Memory
+    reason: str
+    question: str | None = None  # for ``judge``: ``never_used`` or ``pending``
+    score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"action": self.action, "id": self.memory.id, "title": self.memory.title,
+                               "reason": self.reason}
+        if self.question:
+            out["question"] = self.question
+        if self.score is not None:
+            out["score"] = round(self.score, 3)
+        return out
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a run will look at; computed without writing anything."""
+
+    namespace: str
+    head: str
+    at: datetime
+    active: int
+    clusters: tuple[Cluster, ...]
+    lifecycle: tuple[Lifecycle, ...]
+    potencies: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def llm_calls(self) -> int:
+        return len(self.clusters) + sum(1 for a in self.lifecycle if a.action == "judge")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "head": self.head,
+            "at": concepts.iso(self.at),
+            "active": self.active,
+            "clusters": [c.to_dict() for c in self.clusters if not c.pair],
+            "pairs": [c.to_dict() for c in self.clusters if c.pair],
+            "lifecycle": [a.to_dict() for a in self.lifecycle],
+            "llm_calls": self.llm_calls,
+        }
+
+
+def _tokens(memory: Memory) -> frozenset[str]:
+    from .similarity import token_set
+
+    return token_set(f"{memory.title}\n{memory.text}\n{' '.join(memory.tags)}")
+
+
+def plan(service: MemoryService, namespace: str) -> Plan:
+    """Decide what a run would look at, reading main and the usage log; writes nothing."""
+    settings = service.settings
+    ns = service.ns(namespace)
+    at = now()
+    with ns.lock:
+        for _ in range(5):
+            head = ns.synced()
+            rows = ns.index.rows(states=["active", "pending"])
+            if ns.index.indexed_commit() == str(head.id):
+                break  # another process did not move the index on under us
+        uses = ns.usage.pending()
+        potencies = {r.memory.id: service.effective_potency(ns, r.memory, at, uses) for r in rows}
+    active = [r for r in rows if r.memory.state == "active"]
+    pending = [r for r in rows if r.memory.state == "pending"]
+    lifecycle: list[Lifecycle] = []
+    leaving: set[str] = set()
+    judge_later: list[Memory] = []
+    for row in active:
+        m = row.memory
+        age = (at - m.created).total_seconds() / 86400
+        never_used = m.access_count == 0 and m.last_used is None and m.id not in uses
+        if potencies[m.id] < concepts.ARCHIVE_BELOW:
+            lifecycle.append(Lifecycle("archive", m, f"potency fell to {potencies[m.id]:.3f}, below "
+                                                     f"{concepts.ARCHIVE_BELOW}"))
+            leaving.add(m.id)
+        elif never_used and not m.tenured and not m.verified and age > NEVER_USED_ARCHIVE_DAYS:
+            lifecycle.append(Lifecycle("archive", m, f"never used in the {int(age)} days since it was "
+                                                     "stored"))
+            leaving.add(m.id)
+        elif never_used and not m.tenured and not m.verified and age >= NEVER_USED_KEEP_DAYS:
+            judge_later.append(m)
+    candidates = [r for r in active if r.memory.id not in leaving]
+    sets = [r.tokens for r in candidates]
+    clusters: list[Cluster] = []
+    in_cluster: set[str] = set()
+    for indexes in find_clusters(sets, settings.cluster_threshold):
+        members = tuple(candidates[i].memory for i in indexes)
+        if all(m.source == "user" for m in members):
+            continue  # the user's statements are never merged automatically
+        low = min(
+            (2 * len(sets[a] & sets[b]) / (len(sets[a]) + len(sets[b])))
+            for k, a in enumerate(indexes) for b in indexes[k + 1 :]
+        )
+        is_pair = len(members) == 2 and not any(m.source == "user" for m in members) and \
+            low >= settings.pair_threshold
+        clusters.append(Cluster(members, low, is_pair))
+        in_cluster.update(m.id for m in members)
+    for m in judge_later:
+        if m.id not in in_cluster:
+            age = (at - m.created).days
+            lifecycle.append(Lifecycle("judge", m, f"never used in the {age} days since it was stored",
+                                       question="never_used"))
+    vocabulary: set[str] = set()
+    for row in active:
+        vocabulary |= row.tokens
+    for row in pending:
+        m = row.memory
+        count = m.access_count + (uses[m.id][0] if m.id in uses else 0)
+        frequency = min(1.0, count / FREQUENT_USES)
+        relevance = len(row.tokens & vocabulary) / len(row.tokens) if row.tokens else 0.0
+        decay = min(1.0, max(0.0, (at - m.created).total_seconds() / 86400 / AGE_HORIZON_DAYS))
+        score = 0.4 * frequency + 0.35 * relevance + 0.25 * (1 - decay)
+        why = (f"score {score:.2f} = 0.4 x frequency {frequency:.2f} + 0.35 x relevance "
+               f"{relevance:.2f} + 0.25 x (1 - age decay {decay:.2f})")
+        if score >= PROMOTE_AT:
+            lifecycle.append(Lifecycle("promote", m, why, score=score))
+        elif score < DISCARD_BELOW:
+            lifecycle.append(Lifecycle("discard", m, why, score=score))
+        else:
+            lifecycle.append(Lifecycle("judge", m, why, question="pending", score=score))
+    return Plan(namespace, str(head.id), at, len(active), tuple(clusters), tuple(lifecycle), potencies)
+
+
+# --- decisions and the commits they become --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision of a run; ``change`` is the commit it becomes (None: nothing to write)."""
+
+    kind: str  # merge, cover, veto, update, delete, ignore, archive, promote, discard, keep
+    memory_ids: tuple[str, ...]
+    reason: str
+    change: Change | None = None
+    before: tuple[str, ...] = ()
+    after: str | None = None
+    members: int = 0  # memories involved in a merge
+    results: int = 0  # memories left of them
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "memory_ids": list(self.memory_ids),
+                               "reason": self.reason}
+        if self.change is not None:
+            out["summary"] = self.change.summary
+        if self.before:
+            out["before"] = list(self.before)
+        if self.after is not None:
+            out["after"] = self.after
+        return out
+
+
+class _Paths:
+    """Free file paths for new memories, counting those claimed earlier in the same run."""
+
+    def __init__(self, ns: Namespace, head: pygit2.Commit) -> None:
+        self.ns, self.head, self.claimed = ns, head, set[str]()
+
+    def take(self, memory_type: str, title: str, memory_id: str) -> str:
+        slug = concepts.slugify(title)
+        for path in (concepts.file_path(memory_type, slug), concepts.file_path(memory_type, f"{slug}-{memory_id}")):
+            # A path freed earlier in the run is not reused: the reviewer may drop that commit.
+            if path not in self.claimed and self.ns.store.read(path, self.head) is None:
+                self.claimed.add(path)
+                return path
+        raise Conflict(f"no free file name for memory {memory_id}")  # ids are unique; cannot happen
+
+
+def _union(*groups: Sequence[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for values in groups:
+        out.extend(v for v in values if v not in out)
+    return tuple(out)
+
+
+def _body(reason: str, before: Sequence[Memory], after: str | None) -> str:
+    lines = [f"Reason: {reason}"]
+    if before:
+        lines += ["", "Before:"] + [f"- {m.id} ({m.source}): {' '.join(m.text.split())}" for m in before]
+    if after is not None:
+        lines += ["", "After:", f"- {' '.join(after.split())}"]
+    return "\n".join(lines)
+
+
+def _merge_change(cluster: Cluster, decision: MergeDecision, plan_: Plan, paths: _Paths,
+                  pair_threshold: float) -> Decision:
+    ids = tuple(m.id for m in cluster.members)
+    texts = tuple(m.text for m in cluster.members)
+    if decision.text is None:
+        return Decision("veto", ids, decision.reason, before=texts)
+    at = plan_.at
+    replaced = cluster.replaceable
+    anchors = cluster.anchors
+    files: dict[str, bytes | None] = {m.path: None for m in replaced}
+    covering = [a for a in anchors if similarity(a.text, decision.text) >= pair_threshold]
+    if covering:
+        anchor = covering[0]
+        change = Change(files, f"consolidate: {len(replaced)} covered by the user's \"{anchor.title}\"",
+                        "consolidate", tuple(m.id for m in replaced) + (anchor.id,), "consolidation", ACTOR,
+                        body=_body(decision.reason, cluster.members, anchor.text))
+        return Decision("cover", ids, decision.reason, change, texts, anchor.text, len(cluster.members),
+                        len(anchors))
+    base = max(replaced, key=lambda m: (m.created, m.id))
+    new_id = concepts.new_id()
+    title = concepts.title_from(decision.text)
+    merged = Memory(
+        id=new_id, type=base.type, text=decision.text, title=title,
+        description=concepts.description_from(decision.text),
+        tags=_union(*(m.tags for m in cluster.members)),
+        paths=_union(*(m.paths for m in cluster.members)),
+        source="consolidation", author=ACTOR, created=at, updated=at,
+        potency=round(min(1.0, max(plan_.potencies.get(m.id, m.potency) for m in replaced)), 4),
+        last_used=None, access_count=sum(m.access_count for m in replaced), state="active",
+        tenured=any(m.tenured for m in replaced), verified=(),
+        related=tuple(r for r in _union(*(m.related for m in replaced), [a.id for a in anchors])
+                      if r not in {m.id for m in replaced}),
+        supersedes=tuple(m.id for m in replaced),
+    )
+    merged = merged.replace(path=paths.take(merged.type, title, new_id))
+    files[merged.path] = concepts.render(merged)
+    change = Change(files, f"consolidate: merge {len(replaced)} into \"{title}\"", "consolidate",
+                    (new_id,) + tuple(m.id for m in replaced), "consolidation", ACTOR,
+                    body=_body(decision.reason, cluster.members, decision.text))
+    return Decision("merge", ids, decision.reason, change, texts, decision.text, len(cluster.members),
+                    1 + len(anchors))
+
+
+def _pair_change(cluster: Cluster, decision: PairDecision, plan_: Plan) -> Decision:
+    target, candidate = sorted(cluster.members, key=lambda m: (m.created, m.id))
+    ids = (target.id, candidate.id)
+    texts = (target.text, candidate.text)
+    at = plan_.at
+    if decision.action == "update" and decision.text:
+        text = decision.text
+        title = concepts.title_from(text) if target.title == concepts.title_from(target.text) else target.title
+        potency = max(plan_.potencies.get(m.id, m.potency) for m in cluster.members)
+        new = target.replace(
+            text=text, title=title, description=concepts.description_from(text), updated=at,
+            tags=_union(target.tags, candidate.tags), paths=_union(target.paths, candidate.paths),
+            related=tuple(r for r in _union(target.related, candidate.related) if r not in ids),
+            supersedes=_union(target.supersedes, [candidate.id]), potency=round(min(1.0, potency), 4),
+            last_used=at, access_count=target.access_count + candidate.access_count,
+            tenured=target.tenured or candidate.tenured,
+        )
+        files: dict[str, bytes | None] = {candidate.path: None, target.path: concepts.render(new)}
+        change = Change(files, f"consolidate: fold a near-duplicate into \"{target.title}\"", "consolidate",
+                        ids, "consolidation", ACTOR, body=_body(decision.reason, cluster.members, text))
+        return Decision("update", ids, decision.reason, change, texts, text, 2, 1)
+    if decision.action == "delete":
+        new = candidate.replace(supersedes=_union(candidate.supersedes, [target.id]), updated=at)
+        files = {target.path: None, candidate.path: concepts.render(new)}
+        change = Change(files, f"consolidate: newer \"{candidate.title}\" replaces an older statement",
+                        "consolidate", ids, "consolidation", ACTOR,
+                        body=_body(decision.reason, cluster.members, candidate.text))
+        return Decision("delete", ids, decision.reason, change, texts, candidate.text, 2, 1)
+    return Decision("ignore", ids, decision.reason, before=texts)
+
+
+def _lifecycle_change(item: Lifecycle, verdict: str, reason: str, at: datetime) -> Decision:
+    m = item.memory
+    if verdict in ("archive", "discard"):
+        new = m.replace(state="archived", archived_reason=reason, updated=at)
+        summary = f"{'archive' if verdict == 'archive' else 'discard pending'}: {m.title}"
+    elif verdict == "promote":
+        new = m.replace(state="active", updated=at)
+        summary = f"promote: {m.title}"
+    else:
+        return Decision("keep", (m.id,), reason)
+    change = Change({m.path: concepts.render(new)}, summary, verdict, (m.id,), "consolidation", ACTOR,
+                    body=f"Reason: {reason}")
+    return Decision(verdict, (m.id,), reason, change)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What a run did: its decisions, counts, the review it opened and a one-line summary."""
+
+    namespace: str
+    dry_run: bool
+    decisions: tuple[Decision, ...]
+    review: int | None
+    branch: str | None
+    summary: str
+    plan: Plan
+    llm: str
+    llm_failures: int = 0
+
+    def count(self, *kinds: str) -> int:
+        return sum(1 for d in self.decisions if d.kind in kinds)
+
+    @property
+    def merges(self) -> list[dict[str, Any]]:
+        return [{"before": list(d.before), "after": d.after} for d in self.decisions
+                if d.kind in ("merge", "cover", "update", "delete")]
+
+    def to_dict(self) -> dict[str, Any]:
+        merged = [d for d in self.decisions if d.kind in ("merge", "cover", "update", "delete")]
+        return {
+            "namespace": self.namespace,
+            "dry_run": self.dry_run,
+            "review": self.review,
+            "branch": self.branch,
+            "summary": self.summary,
+            "llm": self.llm,
+            "counts": {
+                "clusters": len(self.plan.clusters),
+                "merged": sum(d.members for d in merged),
+                "into": sum(d.results for d in merged),
+                "vetoed": self.count("veto"),
+                "ignored": self.count("ignore"),
+                "archived": self.count("archive"),
+                "promoted": self.count("promote"),
+                "discarded": self.count("discard"),
+                "kept": self.count("keep"),
+                "commits": sum(1 for d in self.decisions if d.change is not None),
+                "llm_failures": self.llm_failures,
+            },
+            "decisions": [d.to_dict() for d in self.decisions],
+            "merges": self.merges,
+            "plan": self.plan.to_dict() if self.dry_run else None,
+        }
+
+
+def summarise(decisions: Sequence[Decision], review: int | None) -> str:
+    """``consolidated 7 memories into 3, archived 2, review #4``."""
+    merged = [d for d in decisions if d.kind in ("merge", "cover", "update", "delete")]
+    parts = []
+    if merged:
+        parts.append(f"consolidated {sum(d.members for d in merged)} memories into "
+                     f"{sum(d.results for d in merged)}")
+    for kind, word in (("archive", "archived"), ("promote", "promoted"), ("discard", "discarded")):
+        n = sum(1 for d in decisions if d.kind == kind)
+        if n:
+            parts.append(f"{word} {n}")
+    if not parts:
+        return "nothing to consolidate"
+    return ", ".join(parts) + (f", review #{review}" if review is not None else "")
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+def _state_file(service: MemoryService, namespace: str) -> Path:
+    return service.settings.state_dir / namespace / "consolidation.json"
+
+
+def read_state(service: MemoryService, namespace: str) -> dict[str, Any]:
+    """What the trigger needs: when the last run finished and when one was last enqueued."""
+    try:
+        data = json.loads(_state_file(service, namespace).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_state(service: MemoryService, namespace: str, **values: Any) -> None:
+    """Update the state file atomically (write a temporary file, rename it)."""
+    path = _state_file(service, namespace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = read_state(service, namespace) | values
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+@contextmanager
+def run_lock(service: MemoryService, namespace: str) -> Iterator[None]:
+    """Hold the namespace's consolidation lock, or raise :class:`AlreadyRunning`.
+
+    An ``flock`` on a file beside the index: the kernel releases it when the holder exits, so a
+    worker killed mid-run never leaves the namespace locked.
+    """
+    path = service.settings.state_dir / namespace / "consolidation.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise AlreadyRunning(f"a consolidation of namespace {namespace!r} is already running; "
+                                 "wait for it to finish") from exc
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: Namespace,
+           head: pygit2.Commit, progress: Progress | None = None) -> tuple[list[Decision], int]:
+    """Ask the LLM about every cluster and grey-zone memory; returns decisions and LLM failures.
+
+    Once the LLM is unavailable the remaining questions are not asked: clusters count as vetoed
+    and memories are kept, so a run without a model changes nothing it was unsure of.
+    """
+    decisions: list[Decision] = []
+    paths = _Paths(ns, head)
+    failures = 0
+    down: str | None = None
+    total = plan_.llm_calls
+    done = 0
+
+    def tick(label: str) -> None:
+        nonlocal done
+        done += 1
+        if progress is not None:
+            progress(done, total, label)
+
+    for cluster in plan_.clusters:
+        if cluster.pair:
+            target, candidate = sorted(cluster.members, key=lambda m: (m.created, m.id))
+            pair: PairDecision = PairDecision("ignore", None, f"not asked: {down}")
+            if down is None:
+                try:
+                    pair = llm.pair(target, candidate, max_chars=max_chars)
+                except Unavailable as exc:
+                    down, failures = str(exc), failures + 1
+                    pair = PairDecision("ignore", None, f"not decided: {exc}")
+            decisions.append(_pair_change(cluster, pair, plan_))
+        else:
+            merge: MergeDecision = MergeDecision(None, f"not asked: {down}")
+            if down is None:
+                try:
+                    merge = llm.merge(cluster.members, max_chars=max_chars)
+                except Unavailable as exc:
+                    down, failures = str(exc), failures + 1
+                    merge = MergeDecision(None, f"not decided: {exc}")
+            decisions.append(_merge_change(cluster, merge, plan_, paths, pair_threshold))
+        tick(cluster.members[0].title)
+    for item in plan_.lifecycle:
+        if item.action != "judge":
+            decisions.append(_lifecycle_change(item, item.action, item.reason, plan_.at))
+            continue
+        judgement = Judgement("keep", f"not asked: {down}")
+        if down is None:
+            try:
+                judgement = llm.judge(item.memory, question=item.question or "pending", score=item.score)
+            except Unavailable as exc:
+                down, failures = str(exc), failures + 1
+                judgement = Judgement("keep", f"not decided: {exc}")
+        reason = f"{item.reason}; the model: {judgement.reason}"
+        decisions.append(_lifecycle_change(item, judgement.verdict, reason, plan_.at))
+        tick(item.memory.title)
+    return decisions, failures
+
+
+def run(service: MemoryService, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
+        llm: LLM | None = None) -> RunResult:
+    """Consolidate one namespace onto a review branch (or, with ``dry_run``, only plan).
+
+    Folds the recorded usage into main first (so potencies are current), plans, asks the LLM,
+    writes one commit per decision on ``consolidate/<namespace>/<timestamp>`` and opens a review.
+    Raises :class:`AlreadyRunning` when another run holds the namespace.
+    """
+    service.ns(namespace)  # NamespaceNotFound before anything else
+    model = llm or llm_from_settings(service.settings)
+    if dry_run:
+        plan_ = plan(service, namespace)
+        return RunResult(namespace, True, (), None, None, _dry_summary(plan_), plan_, model.name)
+    with run_lock(service, namespace):
+        service.reviews.prune_orphans(namespace)
+        service.fold_usage(namespace, actor=ACTOR)
+        plan_ = plan(service, namespace)
+        ns = service.ns(namespace)
+        head = ns.store.commit(plan_.head)
+        decisions, failures = decide(plan_, model, max_chars=service.settings.merged_max_chars,
+                                     pair_threshold=service.settings.pair_threshold, ns=ns, head=head,
+                                     progress=progress)
+        changes = [d.change for d in decisions if d.change is not None]
+        review_number: int | None = None
+        branch: str | None = None
+        if changes:
+            stamp = plan_.at.strftime("%Y%m%dT%H%M%SZ")
+            branch = f"refs/heads/consolidate/{namespace}/{stamp}"
+            tip = head
+            with ns.lock:
+                for change in changes:
+                    tip = ns.store.commit(str(ns.store.write_commit(tip, change)))
+                suffix = 1
+                while ns.store.head_id(branch) is not None:
+                    suffix += 1
+                    branch = f"refs/heads/consolidate/{namespace}/{stamp}-{suffix}"
+                ns.store.move_ref(branch, tip.id, None, "consolidation")
+            title = summarise(decisions, None)
+            description = "\n".join(f"- {d.kind}: {d.reason}" for d in decisions if d.change is not None)
+            review = service.reviews.open(namespace, branch=branch, base=plan_.head,
+                                          title=title[:1].upper() + title[1:], author=ACTOR,
+                                          kind="consolidation", description=description)
+            review_number = review.number
+        summary = summarise(decisions, review_number)
+        write_state(service, namespace, last_run=concepts.iso(now()), active_at_last_run=plan_.active)
+        result = RunResult(namespace, False, tuple(decisions), review_number, branch, summary, plan_,
+                           model.name, failures)
+    if review_number is not None:
+        from . import notify
+
+        notify.publish(service, {
+            "event": "review.opened",
+            "namespace": namespace,
+            "review": service.reviews.get(namespace, review_number).to_dict(),
+            "summary": summary,
+            "merges": result.merges,
+        })
+    return result
+
+
+def _dry_summary(plan_: Plan) -> str:
+    merges = [c for c in plan_.clusters if not c.pair]
+    pairs = [c for c in plan_.clusters if c.pair]
+    counts = Counter(a.action for a in plan_.lifecycle)
+    return (f"dry run: {len(merges)} clusters of {sum(len(c.members) for c in merges)} memories, "
+            f"{len(pairs)} near-duplicate pairs, {counts['archive']} to archive, {counts['promote']} to "
+            f"promote, {counts['discard']} to discard, {counts['judge']} for the model to judge; "
+            "nothing written")
