@@ -1,0 +1,242 @@
+"""The memory concept: Markdown with YAML frontmatter, validation of input, slugs and potency."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import yaml
+
+from gitmem import concepts
+from gitmem.concepts import Memory
+from gitmem.errors import InvalidInput, MalformedConcept
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def memory(**changes: object) -> Memory:
+    base = Memory(id="0123456789", type="convention", text="Use pnpm for JavaScript packages.",
+                  title="Use pnpm", created=T0, updated=T0, path="convention/use-pnpm.md")
+    return base.replace(**changes)
+
+
+def frontmatter(data: bytes) -> dict[str, object]:
+    head = data.decode("utf-8").split("---\n")[1]
+    loaded = yaml.safe_load(head)
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+# --- rendering and parsing ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,title", [
+    ("Use pnpm for JavaScript packages.\n\nNot npm, not yarn.", "Use pnpm"),
+    ("所有前端依赖都用 pnpm 安装，不要用 npm。", "前端依赖用 pnpm"),
+    ("Ship on Fridays 🎉 only with a second reviewer", "Fridays 🎉"),
+    ("key: value\n- not a list\n---\nnot frontmatter either", "yes"),
+])
+def test_render_then_parse_gives_the_same_memory(text: str, title: str) -> None:
+    original = memory(text=text, title=title, tags=("js", "工具"), paths=("web/", "package.json"),
+                      author="ann", last_used=T0 + timedelta(days=2), access_count=3, potency=0.6123,
+                      tenured=True, verified=("bob",), related=("abcdefabcd",), supersedes=("0000000000",),
+                      state="archived", archived_reason="superseded")
+    data = concepts.render(original)
+    again = concepts.parse(data, original.path)
+    # An empty description is filled in from the text for OKF readers; everything else survives.
+    assert again == original.replace(description=concepts.description_from(text))
+    assert concepts.render(again) == data, "rendering is stable"
+
+
+def test_rendered_file_is_okf_frontmatter_then_the_text() -> None:
+    data = concepts.render(memory(tags=("js",)))
+    text = data.decode()
+    assert text.startswith("---\ntype: convention\ntitle: Use pnpm\n")
+    assert text.endswith("---\n\nUse pnpm for JavaScript packages.\n")
+    meta = frontmatter(data)
+    # OKF v0.1 keys first, then gitmem's own.
+    assert list(meta)[:5] == ["type", "title", "description", "tags", "timestamp"]
+    assert meta["timestamp"] == "2026-01-01T12:00:00Z"
+    assert meta["description"] == "Use pnpm for JavaScript packages."
+    for key in ("id", "source", "author", "created", "updated", "paths", "potency", "last_used",
+                "access_count", "state", "tenured", "verified", "related", "supersedes"):
+        assert key in meta
+
+
+def test_emoji_and_chinese_are_written_as_they_are() -> None:
+    data = concepts.render(memory(title="发布 🎉"))
+    assert "title: 发布 🎉\n" in data.decode()
+
+
+def test_parse_accepts_a_bom_and_crlf_line_ends() -> None:
+    data = concepts.render(memory()).replace(b"\n", b"\r\n")
+    parsed = concepts.parse(b"\xef\xbb\xbf" + data, "convention/use-pnpm.md")
+    assert parsed.id == "0123456789"
+    assert parsed.text == "Use pnpm for JavaScript packages."
+
+
+def test_a_hand_written_minimal_file_parses_with_defaults() -> None:
+    data = b"---\ntype: lesson\nid: abcdef0123\n---\nAlways run the migrations twice.\n"
+    parsed = concepts.parse(data, "lesson/migrations.md")
+    assert parsed.title == "Always run the migrations twice."
+    assert parsed.potency == concepts.NEW_POTENCY
+    assert parsed.state == "active"
+    assert parsed.source == "import"
+
+
+@pytest.mark.parametrize("data,reason", [
+    (b"Just some text without frontmatter\n", "no YAML frontmatter"),
+    (b"---\ntype: fact\nid: 0123456789\ntitle: [unclosed\n---\ntext\n", "not valid YAML"),
+    (b"---\n- a\n- list\n---\ntext\n", "must be a mapping"),
+    (b"---\ntype: rumour\nid: 0123456789\n---\ntext\n", "'type' must be one of"),
+    (b"---\ntype: fact\nid: 42\n---\ntext\n", "'id' must be 10 hex characters"),
+    (b"---\ntype: fact\nid: 0123456789\n---\n\n", "no text below the frontmatter"),
+    (b"---\ntype: fact\nid: 0123456789\nstate: lost\n---\ntext\n", "'state' must be one of"),
+    (b"---\ntype: fact\nid: 0123456789\npotency: 7\n---\ntext\n", "'potency' must be between 0 and 1"),
+    (b"---\ntype: fact\nid: 0123456789\npotency: high\n---\ntext\n", "high"),
+    (b"---\ntype: fact\nid: 0123456789\ncreated: last tuesday\n---\ntext\n", "last tuesday"),
+    (b"---\ntype: fact\nid: 0123456789\ntags: {a: 1}\n---\ntext\n", "'tags' must be a list"),
+    (b"---\ntype: fact\nid: 0123456789\n---\nbad \xff byte\n", "not valid UTF-8"),
+])
+def test_a_malformed_file_raises_an_error_naming_the_file(data: bytes, reason: str) -> None:
+    with pytest.raises(MalformedConcept) as caught:
+        concepts.parse(data, "fact/broken-by-hand.md")
+    assert caught.value.path == "fact/broken-by-hand.md"
+    assert str(caught.value).startswith("fact/broken-by-hand.md: ")
+    assert reason in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+# --- validation of input ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,message", [
+    ("", "empty"),
+    ("   \n\t  ", "empty"),
+    ("x" * 101, "101 characters; the limit is 100"),
+    ("null \x00 byte", "NUL"),
+    ("bad \udcff surrogate", "not valid UTF-8"),
+    (b"bad \xff\xfe bytes", "not valid UTF-8"),
+    (42, "must be a string"),
+    (None, "must be a string"),
+])
+def test_clean_text_rejects_bad_text(text: object, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        concepts.clean_text(text, limit=100)
+
+
+def test_clean_text_normalises() -> None:
+    assert concepts.clean_text("  cafe\u0301\r\nnext line  ", limit=100) == "caf\u00e9\nnext line"
+    assert concepts.clean_text("数据库 ok".encode(), limit=100) == "数据库 ok"
+    assert concepts.clean_text("x" * 100, limit=100) == "x" * 100
+
+
+@pytest.mark.parametrize("title", [
+    "../../etc/passwd", "..", "/etc/passwd", "~/secrets", "a/../b", "a\\..\\b", "./x",
+    "two\nlines", "bell\x07inside", "nul\x00byte", "bad \udcff", "",
+])
+def test_clean_title_rejects_paths_and_control_characters(title: str) -> None:
+    with pytest.raises(InvalidInput):
+        concepts.clean_title(title, limit=200)
+
+
+def test_clean_title_keeps_ordinary_titles() -> None:
+    assert concepts.clean_title("Use pnpm / not npm", limit=200) == "Use pnpm / not npm"
+    assert concepts.clean_title("数据库迁移规范", limit=200) == "数据库迁移规范"
+    with pytest.raises(InvalidInput, match="limit is 10"):
+        concepts.clean_title("a title that is too long", limit=10)
+
+
+def test_clean_type_knows_the_ten_types() -> None:
+    assert len(concepts.TYPES) == 10
+    assert concepts.clean_type(" Convention ") == "convention"
+    with pytest.raises(InvalidInput, match="unknown type 'rumour'; use one of: fact, preference"):
+        concepts.clean_type("rumour")
+
+
+def test_clean_list_drops_blanks_and_repeats_and_rejects_control_characters() -> None:
+    assert concepts.clean_list(["a", " a ", "", "b"], what="tag") == ("a", "b")
+    assert concepts.clean_list("one", what="tag") == ("one",)
+    with pytest.raises(InvalidInput, match="tag"):
+        concepts.clean_list(["bad\x01"], what="tag")
+    with pytest.raises(InvalidInput, match="over 5 characters"):
+        concepts.clean_list(["toolong"], what="tag", limit=5)
+
+
+# --- slugs ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("title,slug", [
+    ("Use pnpm for JavaScript!", "use-pnpm-for-javascript"),
+    ("数据库迁移规范", "数据库迁移规范"),
+    ("用 pnpm 管理依赖", "用-pnpm-管理依赖"),
+    ("../../etc/passwd", "etc-passwd"),
+    ("..", "memory"),
+    ("🎉🎉", "memory"),
+    ("Ｆｕｌｌ　Ｗｉｄｔｈ", "full-width"),
+])
+def test_slugify(title: str, slug: str) -> None:
+    assert concepts.slugify(title) == slug
+
+
+@pytest.mark.parametrize("title", ["../../etc/passwd", "..\\..\\windows", "/abs/path", "a" * 500, "x/./y"])
+def test_file_paths_never_leave_the_type_folder(title: str) -> None:
+    path = concepts.file_path("fact", concepts.slugify(title))
+    folder, name = path.split("/")
+    assert folder == "fact"
+    assert name.endswith(".md") and not name.startswith(".")
+    assert len(name) <= 63
+
+
+# --- potency --------------------------------------------------------------------------------------
+
+
+def test_new_memories_start_at_0_8_and_decay_5_percent_a_day() -> None:
+    fresh = memory()
+    assert fresh.potency == 0.8
+    assert fresh.potency_at(T0) == 0.8
+    assert fresh.potency_at(T0 + timedelta(days=10)) == pytest.approx(0.8 * 0.95**10)
+
+
+def test_decay_is_lazy_and_computing_it_twice_changes_nothing() -> None:
+    fresh = memory()
+    later = T0 + timedelta(days=7)
+    first = fresh.potency_at(later)
+    assert fresh.potency_at(later) == first
+    assert fresh.potency == 0.8, "reading potency never rewrites it"
+    assert concepts.parse(concepts.render(fresh), fresh.path).potency_at(later) == first
+
+
+def test_each_use_adds_0_3_capped_at_1() -> None:
+    once = memory().with_use(T0)
+    assert once.potency == pytest.approx(1.0)
+    assert once.access_count == 1 and once.last_used == T0
+    faded = memory(potency=0.2).with_use(T0 + timedelta(days=1))
+    assert faded.potency == pytest.approx(0.2 * 0.95 + 0.3, abs=1e-4)
+    three = memory(potency=0.1).with_use(T0, count=3)
+    assert three.potency == 1.0 and three.access_count == 3
+
+
+def test_tiers() -> None:
+    assert concepts.tier(0.8) == "active"
+    assert concepts.tier(0.15) == "active"
+    assert concepts.tier(0.1499) == "low"
+    assert concepts.tier(0.10) == "low"
+    assert concepts.tier(0.0999) == "archived"
+
+
+def test_an_unused_memory_falls_to_the_archived_tier_but_a_tenured_one_stays_active() -> None:
+    later = T0 + timedelta(days=120)
+    assert concepts.tier(memory().potency_at(later)) == "archived"
+    tenured = memory(tenured=True)
+    assert tenured.potency_at(later) == pytest.approx(concepts.ACTIVE_FLOOR)
+    assert concepts.tier(tenured.potency_at(later)) == "active"
+    # The floor holds a tenured memory where it was and never raises one that was below it.
+    assert memory(tenured=True, potency=0.12).potency_at(later) == pytest.approx(0.12)
+
+
+def test_to_dict_is_json_ready() -> None:
+    out = memory(last_used=T0).to_dict()
+    assert out["created"] == "2026-01-01T12:00:00Z"
+    assert out["last_used"] == "2026-01-01T12:00:00Z"
+    assert out["tags"] == []
