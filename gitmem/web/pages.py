@@ -90,7 +90,8 @@ def signed_in(namespace: str, role: str = "reader") -> Caller:
 @bp.errorhandler(Unauthenticated)
 def _sign_in_first(exc: Unauthenticated) -> BaseResponse:
     flash(str(exc))
-    return redirect(url_for("pages.login", next=request.full_path if request.method == "GET" else None))
+    here = request.full_path.rstrip("?") if request.method == "GET" else None
+    return redirect(url_for("pages.login", next=here))
 
 
 def back(default: str) -> BaseResponse:

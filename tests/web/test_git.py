@@ -1,0 +1,79 @@
+"""Git over HTTP with the real git client against a live server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gitmem.service import MemoryService
+
+from .conftest import Keys
+
+
+def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ["PATH"], "HOME": str(cwd or Path.cwd()), "GIT_TERMINAL_PROMPT": "0",
+           "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
+    return subprocess.run(["git", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
+
+
+def with_key(key: str) -> list[str]:
+    return ["-c", f"http.extraHeader=Authorization: Bearer {key}"]
+
+
+def test_clone_and_pull_with_a_reader_key(live_server: str, keys: Keys, svc: MemoryService,
+                                          remember: Callable[..., str], tmp_path: Path) -> None:
+    remember("Releases are tagged vX.Y.Z", type="convention")
+    work = tmp_path / "clone"
+    cloned = git(*with_key(keys.reader), "clone", f"{live_server}/git/default.git", str(work))
+    assert cloned.returncode == 0, cloned.stderr
+    assert (work / "convention" / "releases-are-tagged-vx-y-z.md").is_file()
+    assert git("rev-parse", "HEAD", cwd=work).stdout.strip() == svc.status("default")["head"]
+
+    remember("Hotfixes branch from the last release tag", type="convention")
+    pulled = git(*with_key(keys.reader), "pull", "--ff-only", cwd=work)
+    assert pulled.returncode == 0, pulled.stderr
+    assert git("rev-parse", "HEAD", cwd=work).stdout.strip() == svc.status("default")["head"]
+    assert len(list((work / "convention").glob("*.md"))) == 2
+
+
+def test_clone_with_basic_auth_key_as_password(live_server: str, keys: Keys, tmp_path: Path) -> None:
+    url = live_server.replace("http://", f"http://agent:{keys.reader}@") + "/git/default.git"
+    cloned = git("clone", url, str(tmp_path / "clone"))
+    assert cloned.returncode == 0, cloned.stderr
+    assert (tmp_path / "clone" / "README.md").is_file()
+
+
+@pytest.mark.parametrize("key", [None, "gmk_000000000000_wrongwrongwrongwrongwrong", "other"])
+def test_clone_without_a_valid_key_is_refused(live_server: str, keys: Keys, tmp_path: Path,
+                                              key: str | None) -> None:
+    args = with_key(keys.other if key == "other" else key) if key else []
+    cloned = git(*args, "clone", f"{live_server}/git/default.git", str(tmp_path / "clone"))
+    assert cloned.returncode != 0
+    assert "401" in cloned.stderr or "403" in cloned.stderr or "Authentication" in cloned.stderr \
+        or "could not read Username" in cloned.stderr
+    assert not (tmp_path / "clone" / "README.md").exists()
+
+
+def test_push_is_refused(live_server: str, keys: Keys, svc: MemoryService, tmp_path: Path) -> None:
+    work = tmp_path / "clone"
+    assert git(*with_key(keys.admin), "clone", f"{live_server}/git/default.git", str(work)).returncode == 0
+    (work / "fact").mkdir()
+    (work / "fact" / "sneaky.md").write_text("---\ntype: fact\n---\nsneaky\n")
+    git("add", ".", cwd=work)
+    git("-c", "user.name=x", "-c", "user.email=x@example.com", "commit", "-qm", "sneaky", cwd=work)
+    before = svc.status("default")["head"]
+    pushed = git(*with_key(keys.admin), "push", "origin", "HEAD:main", cwd=work)
+    assert pushed.returncode != 0 and "403" in pushed.stderr
+    assert svc.status("default")["head"] == before
+
+
+def test_unknown_namespace_is_404(live_server: str, svc: MemoryService, tmp_path: Path) -> None:
+    from gitmem.keys import KeyStore
+
+    key = KeyStore(svc.settings.home).create("*", "reader")[0]
+    cloned = git(*with_key(key), "clone", f"{live_server}/git/nowhere.git", str(tmp_path / "clone"))
+    assert cloned.returncode != 0 and "not found" in cloned.stderr.lower()

@@ -1,0 +1,77 @@
+"""Reviews through the API: list, show with diff, comment, approve (all or some), reject."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flask.testing import FlaskClient
+
+from gitmem.service import MemoryService
+
+from .conftest import Keys
+
+API = "/api/v1/namespaces/default"
+
+
+def propose(svc: MemoryService, mid: str, text: str, actor: str = "someone") -> int:
+    result = svc.feedback("default", mid, "amend", actor=actor, text=text)
+    assert result.review is not None
+    return result.review
+
+
+def test_list_and_show_a_review_with_its_diff(client: FlaskClient, keys: Keys, svc: MemoryService,
+                                             remember: Callable[..., str]) -> None:
+    mid = remember("Lint with flake8")
+    number = propose(svc, mid, "Lint with ruff")
+    listed = client.get(f"{API}/reviews?status=open", headers=keys.auth("reader")).json
+    assert [r["number"] for r in listed["items"]] == [number]
+
+    shown = client.get(f"{API}/reviews/{number}", headers=keys.auth("reader")).json
+    assert shown["status"] == "open" and shown["author"] == "someone"
+    [commit] = shown["commits"]
+    [diff] = commit["files"]
+    assert "-Lint with flake8" in diff["unified"] and "+Lint with ruff" in diff["unified"]
+
+
+def test_comment_then_approve_merges_into_main(client: FlaskClient, keys: Keys, svc: MemoryService,
+                                              remember: Callable[..., str],
+                                              fsck: Callable[[str], None]) -> None:
+    mid = remember("Lint with flake8")
+    number = propose(svc, mid, "Lint with ruff")
+    said = client.post(f"{API}/reviews/{number}/comments", headers=keys.auth("writer"),
+                       json={"text": "ruff is what CI runs"})
+    assert said.status_code == 200 and said.json["comments"][-1]["actor"] == "writer"
+
+    assert client.post(f"{API}/reviews/{number}/approve", headers=keys.auth("writer")).status_code == 403
+    merged = client.post(f"{API}/reviews/{number}/approve", headers=keys.auth("reviewer"), json={})
+    assert merged.status_code == 200 and merged.json["status"] == "merged"
+    assert merged.json["decided_by"] == "reviewer"
+    assert svc.show("default", mid).text == "Lint with ruff"
+    again = client.post(f"{API}/reviews/{number}/approve", headers=keys.auth("reviewer"))
+    assert again.status_code == 409
+    fsck("default")
+
+
+def test_reject_leaves_main_alone(client: FlaskClient, keys: Keys, svc: MemoryService,
+                                  remember: Callable[..., str]) -> None:
+    mid = remember("Lint with flake8")
+    number = propose(svc, mid, "Lint with pylint")
+    before = svc.status("default")["head"]
+    rejected = client.post(f"{API}/reviews/{number}/reject", headers=keys.auth("reviewer"),
+                           json={"reason": "we moved to ruff"})
+    assert rejected.json["status"] == "rejected"
+    assert svc.show("default", mid).text == "Lint with flake8"
+    assert svc.status("default")["head"] == before
+
+
+def test_review_bad_input(client: FlaskClient, keys: Keys, svc: MemoryService,
+                          remember: Callable[..., str]) -> None:
+    auth = keys.auth("reviewer")
+    assert client.get(f"{API}/reviews/999", headers=auth).status_code == 404
+    assert client.get(f"{API}/reviews/abc", headers=auth).status_code == 400
+    number = propose(svc, remember("Lint with flake8"), "Lint with ruff")
+    bad = client.post(f"{API}/reviews/{number}/approve", headers=auth, json={"commits": "all"})
+    assert bad.status_code == 400
+    unknown = client.post(f"{API}/reviews/{number}/approve", headers=auth, json={"commits": ["deadbeef"]})
+    assert unknown.status_code in (400, 404)
+    assert client.get(f"{API}/reviews/{number}", headers=auth).json["status"] == "open"
