@@ -275,7 +275,8 @@ class Store:
             if str(current.target) != old:
                 raise RefRaceLost(f"{ref} moved")
             current.set_target(new, reason)
-        except (pygit2.GitError, ValueError, KeyError, pygit2.AlreadyExistsError) as exc:
+        # libgit2 reports a ref lock held by another writer as OSError (GIT_ELOCKED).
+        except (pygit2.GitError, ValueError, KeyError, pygit2.AlreadyExistsError, OSError) as exc:
             raise RefRaceLost(f"{ref}: {exc}") from exc
 
     def _clear_stale_lock(self, ref: str) -> None:

@@ -1,0 +1,185 @@
+"""The git object layer: bare repository, commits with trailers, compare-and-swap refs, revert."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pygit2
+import pytest
+
+from gitmem.errors import CommitNotFound, InvalidInput, RefRaceLost, RevertConflict
+from gitmem.store import MAIN, Change, Store, parse_trailers
+from tests.conftest import git
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store.create(tmp_path / "repos" / "team.git", b"# memories\n")
+
+
+def fsck(store: Store) -> None:
+    done = subprocess.run(["git", "--git-dir", str(store.path), "fsck", "--strict", "--no-progress"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr + done.stdout
+
+
+def write(store: Store, changes: dict[str, bytes | None], summary: str = "change", **kw: object) -> str:
+    oid = store.transact(lambda head: Change(changes, summary, "remember", **kw))  # type: ignore[arg-type]
+    assert oid is not None
+    return str(oid)
+
+
+def changed(store: Store, commit: str) -> list[str]:
+    return git(store.path, "diff-tree", "--no-commit-id", "--name-only", "-r", commit).split()
+
+
+def test_create_makes_a_bare_repository_with_one_commit_on_main(store: Store) -> None:
+    assert store.repo.is_bare
+    assert git(store.path, "symbolic-ref", "HEAD").strip() == MAIN
+    assert git(store.path, "show", "main:README.md") == "# memories\n"
+    assert git(store.path, "rev-list", "--count", "main").strip() == "1"
+    again = Store.create(store.path, b"other readme")
+    assert again.head_id() == store.head_id(), "creating twice keeps the first"
+    fsck(store)
+
+
+def test_a_commit_touches_only_its_files_and_carries_trailers(store: Store) -> None:
+    write(store, {"fact/a.md": b"a\n", "fact/b.md": b"b\n", "lesson/c.md": b"c\n"})
+    oid = write(store, {"fact/a.md": b"a2\n", "lesson/c.md": None}, "remember: a",
+                memory_ids=("0123456789",), source="agent", actor="ann")
+    assert sorted(changed(store, oid)) == ["fact/a.md", "lesson/c.md"]
+    assert git(store.path, "show", "main:fact/b.md") == "b\n"
+    assert git(store.path, "ls-tree", "main", "--name-only").split() == ["README.md", "fact"], \
+        "an emptied folder disappears"
+    trailers = git(store.path, "log", "-1", "--format=%(trailers:only,unfold)", "main").strip().splitlines()
+    assert trailers == ["Memory-Id: 0123456789", "Action: remember", "Source: agent", "Actor: ann"]
+    info = store.info(store.head())
+    assert (info.action, info.actor, info.memory_ids) == ("remember", "ann", ("0123456789",))
+    assert git(store.path, "log", "-1", "--format=%an", "main").strip() == "ann"
+    fsck(store)
+
+
+def test_long_summaries_are_cut_and_actor_names_are_made_safe(store: Store) -> None:
+    oid = write(store, {"fact/a.md": b"a\n"}, "x" * 200, actor="evil <a@b>\nInjected: yes")
+    commit = store.commit(oid)
+    summary = commit.message.splitlines()[0]
+    assert len(summary) == 72 and summary.endswith("…")
+    assert commit.author.name == "evil a@bInjected: yes"
+    fsck(store)
+
+
+def test_trailers_are_read_from_the_last_paragraph() -> None:
+    message = "remember: x\n\nBody mentioning Action: nothing\n\nMemory-Id: abc\nAction: merge\nActor: bo\n"
+    assert parse_trailers(message) == {"Memory-Id": ["abc"], "Action": ["merge"], "Actor": ["bo"]}
+    assert parse_trailers("just a summary\n") == {}
+
+
+def test_the_reflog_records_every_move_of_main(store: Store) -> None:
+    for i in range(3):
+        write(store, {f"fact/{i}.md": b"x\n"}, f"change {i}")
+    assert store.repo.config["core.logAllRefUpdates"] == "always"
+    moves = git(store.path, "reflog", "show", "--format=%H %gs", "main").strip().splitlines()
+    assert len(moves) == 4
+    assert moves[0].split()[0] == store.head_id()
+    assert moves[0].endswith("change 2")
+
+
+def test_refusing_to_write_outside_the_repository(store: Store) -> None:
+    head = store.head_id()
+    for path in ("../escape.md", "/abs.md", "fact/../../x.md", "./x.md"):
+        with pytest.raises(InvalidInput, match="outside the repository"):
+            write(store, {path: b"x"})
+    assert store.head_id() == head
+
+
+def test_compare_and_swap_refuses_a_stale_old_value(store: Store) -> None:
+    head = store.head_id()
+    first = store.write_commit(store.head(), Change({"fact/a.md": b"a"}, "a", "remember"))
+    second = store.write_commit(store.head(), Change({"fact/b.md": b"b"}, "b", "remember"))
+    store.move_ref(MAIN, first, head, "a")
+    with pytest.raises(RefRaceLost):
+        store.move_ref(MAIN, second, head, "b")
+    assert store.head_id() == str(first)
+    with pytest.raises(RefRaceLost):
+        store.move_ref(MAIN, second, None, "must not exist")
+
+
+def test_a_lost_race_replans_on_the_new_head(store: Store) -> None:
+    """Another writer moves main between planning and publishing: both changes survive."""
+    calls: list[str] = []
+
+    def plan(head: pygit2.Commit) -> Change:
+        calls.append(str(head.id))
+        if len(calls) == 1:
+            write(store, {"fact/theirs.md": b"theirs\n"}, "theirs")
+        return Change({"fact/mine.md": b"mine\n"}, "mine", "remember")
+
+    store.transact(plan)
+    assert len(calls) == 2 and calls[0] != calls[1]
+    assert git(store.path, "show", "main:fact/theirs.md") == "theirs\n"
+    assert git(store.path, "show", "main:fact/mine.md") == "mine\n"
+    parents = git(store.path, "rev-list", "--parents", "main").strip().splitlines()
+    assert [len(line.split()) for line in parents] == [2, 2, 1], "history stays linear"
+    fsck(store)
+
+
+def test_a_stale_lock_left_by_a_crashed_process_is_recovered(store: Store) -> None:
+    lock = store.path / "refs" / "heads" / "main.lock"
+    lock.write_text("0" * 40 + "\n")
+    old = time.time() - 3600
+    os.utime(lock, (old, old))
+    oid = write(store, {"fact/a.md": b"a\n"})
+    assert store.head_id() == oid
+    assert not lock.exists()
+    fsck(store)
+
+
+def test_a_fresh_lock_of_a_live_writer_is_respected(store: Store) -> None:
+    lock = store.path / "refs" / "heads" / "main.lock"
+    lock.write_text("0" * 40 + "\n")
+    head = store.head_id()
+    with pytest.raises(RefRaceLost, match="try again"):
+        store.transact(lambda h: Change({"fact/a.md": b"a"}, "a", "remember"), attempts=3)
+    assert store.head_id() == head
+    assert lock.exists()
+
+
+def test_commit_lookup_errors(store: Store) -> None:
+    blob = store.repo.create_blob(b"not a commit")
+    with pytest.raises(InvalidInput, match="not a commit id"):
+        store.commit("main~1")
+    with pytest.raises(InvalidInput):
+        store.commit("")
+    with pytest.raises(CommitNotFound, match="no commit deadbeef"):
+        store.commit("deadbeef")
+    with pytest.raises(CommitNotFound, match="is not a commit"):
+        store.commit(str(blob))
+    head = store.head_id()
+    assert head is not None
+    assert str(store.commit(head[:8]).id) == head
+
+
+def test_read_and_files(store: Store) -> None:
+    write(store, {"fact/a.md": b"a\n", "lesson/deep/b.md": b"b\n"})
+    assert store.read("fact/a.md") == b"a\n"
+    assert store.read("fact/missing.md") is None
+    assert store.read("fact") is None, "a folder is not a file"
+    assert dict(store.files(store.head(), "lesson")) == {"lesson/deep/b.md": b"b\n"}
+    assert dict(store.files(store.head(), "nothing")) == {}
+    assert set(dict(store.files(store.head()))) == {"README.md", "fact/a.md", "lesson/deep/b.md"}
+
+
+def test_revert_change_undoes_a_commit_or_refuses_on_conflict(store: Store) -> None:
+    added = write(store, {"fact/a.md": b"one\n"})
+    write(store, {"fact/b.md": b"b\n"})
+    tree = store.revert_change(store.commit(added), store.head())
+    assert "fact/a.md" not in store.repo[tree].peel(pygit2.Tree)["fact"].peel(pygit2.Tree)  # type: ignore[attr-defined]
+    write(store, {"fact/a.md": b"two\n"})
+    with pytest.raises(RevertConflict, match="fact/a.md"):
+        store.revert_change(store.commit(added), store.head())
+    first = list(store.log())[-1]
+    with pytest.raises(RevertConflict, match="first commit"):
+        store.revert_change(first, store.head())
