@@ -1,0 +1,12 @@
+"""gitmem in Slack: ``/mem``, spoken "remember:" / "记住：", the "Remember this" shortcut,
+feedback buttons on memories and reviews with Approve / Reject.
+
+Mount it on the gitmem Flask app with :func:`init_app` (``POST /slack/events``), run it on its own
+with :func:`create_flask_app`, or over Socket Mode with ``gitmem slack``.
+"""
+
+from __future__ import annotations
+
+from .app import create_bolt_app, create_flask_app, init_app, socket_mode_handler, web_client
+
+__all__ = ["create_bolt_app", "create_flask_app", "init_app", "socket_mode_handler", "web_client"]

@@ -1,0 +1,262 @@
+"""Block Kit messages the bot sends: memory cards, reviews, plans and help.
+
+Pure functions from data to blocks. Every piece of user text goes through :func:`escape` (or
+into a ``plain_text`` field), so a memory that says ``<!channel>`` is shown, never sent.
+
+Messages whose buttons act on memories carry a :class:`Cards` value in each button: the
+namespace, the ids shown and the heading. That is enough to draw the whole message again from
+the repository after any button or modal, whether the message is ephemeral or not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from gitmem.concepts import Memory, now
+
+from .text import SECTION_LIMIT, USAGE, clip, escape, person
+
+Block = dict[str, Any]
+
+CONFIRM, REJECT, DISCUSS, AMEND = "gitmem_confirm", "gitmem_reject", "gitmem_discuss", "gitmem_amend"
+MEMORY_ACTIONS = (CONFIRM, REJECT, DISCUSS, AMEND)
+APPROVE_REVIEW, REJECT_REVIEW = "gitmem_review_approve", "gitmem_review_reject"
+RUN_CONSOLIDATION, CANCEL_CONSOLIDATION = "gitmem_consolidate_run", "gitmem_consolidate_cancel"
+REVIEW_ACTIONS_BLOCK = "gitmem_review_actions"
+REVIEW_LIST_BLOCK = "gitmem_review_list"
+MAX_MERGES_SHOWN = 10
+BUTTON_VALUE_LIMIT = 2000
+
+
+@dataclass(frozen=True)
+class Cards:
+    """What a message of memory cards shows: enough to draw it again from the repository."""
+
+    namespace: str
+    ids: tuple[str, ...]
+    heading: str
+
+    def value(self, memory_id: str) -> str:
+        """The button value for an action on ``memory_id`` in this message."""
+        data = {"n": self.namespace, "i": list(self.ids), "h": clip(self.heading, 150), "m": memory_id}
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+    @staticmethod
+    def parse(value: str) -> tuple[Cards, str]:
+        """Read a button value back: the message's cards and the memory the button is for."""
+        data = json.loads(value)
+        if not isinstance(data, dict):
+            raise ValueError("button value is not an object")
+        cards = Cards(str(data["n"]), tuple(str(i) for i in data["i"]), str(data.get("h", "")))
+        return cards, str(data["m"])
+
+
+def text_section(mrkdwn: str) -> Block:
+    """A section of mrkdwn text, clipped to Slack's limit."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(mrkdwn, SECTION_LIMIT)}}
+
+
+def context(mrkdwn: str, block_id: str | None = None) -> Block:
+    block: Block = {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(mrkdwn, SECTION_LIMIT)}]}
+    if block_id:
+        block["block_id"] = block_id
+    return block
+
+
+def button(label: str, action_id: str, value: str, style: str | None = None) -> Block:
+    element: Block = {"type": "button", "text": {"type": "plain_text", "text": label, "emoji": True},
+                      "action_id": action_id, "value": value[:BUTTON_VALUE_LIMIT]}
+    if style:
+        element["style"] = style
+    return element
+
+
+def help_blocks() -> list[Block]:
+    return [text_section(USAGE)]
+
+
+def error_text(message: str) -> str:
+    """An error for the person who typed something: the one-line reason, escaped."""
+    return f":warning: {escape(message)}"
+
+
+# --- memory cards ------------------------------------------------------------------------------
+
+
+def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment: str | None = None,
+                notice: str | None = None, at: datetime | None = None) -> list[Block]:
+    """One memory: its title and text, what is known about it, and the feedback buttons."""
+    at = at or now()
+    head = f"*{escape(memory.title)}*  `{memory.type}` `{memory.id}`"
+    body = escape(memory.text)
+    if memory.text.strip() == memory.title.strip():
+        section = head
+    else:
+        section = f"{head}\n{body}"
+    facts = [f"potency {memory.potency_at(at):.2f}", f"by {person(memory.author)}"]
+    if memory.state != "active":
+        facts.append(memory.state)
+    if memory.verified:
+        facts.append(":white_check_mark: confirmed by " + ", ".join(person(v) for v in memory.verified))
+    if memory.state == "archived" and memory.archived_reason:
+        facts.append(":no_entry_sign: " + escape(clip(memory.archived_reason, 200)))
+    if comments:
+        talk = f":speech_balloon: {comments} comment{'s' if comments != 1 else ''}"
+        if last_comment:
+            talk += f", latest: {last_comment}"
+        facts.append(talk)
+    blocks: list[Block] = [text_section(section), context(" · ".join(facts))]
+    if notice:
+        blocks.append(context(notice))
+    value = cards.value(memory.id)
+    buttons = []
+    if memory.state != "archived":
+        buttons += [button("Confirm", CONFIRM, value, "primary"), button("Reject", REJECT, value, "danger")]
+    buttons += [button("Discuss", DISCUSS, value), button("Amend", AMEND, value)]
+    blocks.append({"type": "actions", "block_id": f"gitmem_memory:{memory.id}", "elements": buttons})
+    return blocks
+
+
+def missing_card(memory_id: str, notice: str | None = None) -> list[Block]:
+    blocks = [context(f"Memory `{escape(memory_id)}` no longer exists.")]
+    if notice:
+        blocks.append(context(notice))
+    return blocks
+
+
+def heading_block(cards: Cards) -> Block:
+    return text_section(f"{escape(cards.heading)}  ·  namespace `{escape(cards.namespace)}`")
+
+
+# --- reviews -----------------------------------------------------------------------------------
+
+
+def review_value(namespace: str, number: int) -> str:
+    return json.dumps({"n": namespace, "r": number}, separators=(",", ":"))
+
+
+def parse_review_value(value: str) -> tuple[str, int]:
+    data = json.loads(value)
+    if not isinstance(data, dict):
+        raise ValueError("button value is not an object")
+    return str(data["n"]), int(data["r"])
+
+
+def review_buttons(namespace: str, number: int, block_id: str = REVIEW_ACTIONS_BLOCK) -> Block:
+    value = review_value(namespace, number)
+    return {"type": "actions", "block_id": block_id, "elements": [
+        button("Approve", APPROVE_REVIEW, value, "primary"),
+        button("Reject", REJECT_REVIEW, value, "danger"),
+    ]}
+
+
+def review_blocks(namespace: str, review: Mapping[str, Any], summary: str,
+                  merges: Sequence[Mapping[str, Any]]) -> list[Block]:
+    """A review opened by consolidation: the summary, each merge before and after, and buttons."""
+    number = int(review["number"])
+    blocks: list[Block] = [
+        text_section(f":broom: *Review #{number}* in `{escape(namespace)}`: {escape(summary)}"),
+        context(f"{escape(str(review.get('title') or ''))} · opened by "
+                f"{person(review.get('author'))} · `gitmem review show {number} -n {escape(namespace)}`"),
+    ]
+    for merge in merges[:MAX_MERGES_SHOWN]:
+        before = [str(t) for t in merge.get("before", [])]
+        lines = "\n".join(f"• {escape(clip(' '.join(t.split()), 400))}" for t in before)
+        blocks.append({"type": "divider"})
+        blocks.append(text_section(f"*Before* ({len(before)})\n{lines}"))
+        blocks.append(text_section(f"*After*\n{escape(str(merge.get('after', '')))}"))
+    if len(merges) > MAX_MERGES_SHOWN:
+        blocks.append(context(f"…and {len(merges) - MAX_MERGES_SHOWN} more merges in the review."))
+    blocks.append(review_buttons(namespace, number))
+    return blocks
+
+
+def review_outcome(review: Mapping[str, Any]) -> str:
+    """One line saying how a review ended (or that it is still open)."""
+    status = str(review.get("status") or "open")
+    who = person(review.get("decided_by")) if review.get("decided_by") else "someone"
+    if status in ("approved", "merged"):
+        merged = review.get("merged_commit")
+        tail = f" · merged as `{escape(str(merged))[:10]}`" if merged else ""
+        return f":white_check_mark: Approved by {who}{tail}"
+    if status == "rejected":
+        reason = ""
+        comments = review.get("comments") or []
+        if review.get("reason"):
+            reason = str(review["reason"])
+        elif comments and isinstance(comments[-1], Mapping):
+            reason = str(comments[-1].get("text") or "")
+        return f":no_entry_sign: Rejected by {who}" + (f": {escape(clip(reason, 300))}" if reason else "")
+    if status == "stale":
+        why = review.get("stale_reason") or "main changed the memories under review"
+        return f":hourglass: Stale: {escape(str(why))}"
+    return f"Review is {escape(status)}"
+
+
+def decided_blocks(blocks: Sequence[Block], outcome: str) -> list[Block]:
+    """A review message after the decision: the same text, no buttons, and the outcome."""
+    kept = [b for b in blocks if not str(b.get("block_id", "")).startswith(REVIEW_ACTIONS_BLOCK)
+            and b.get("block_id") != "gitmem_review_outcome"]
+    return [*kept, context(outcome, block_id="gitmem_review_outcome")]
+
+
+def review_list_blocks(namespace: str, reviews: Sequence[Mapping[str, Any]]) -> list[Block]:
+    """Open reviews of a namespace, each with Approve / Reject buttons."""
+    if not reviews:
+        return [text_section(f"No open reviews in `{escape(namespace)}`.")]
+    blocks: list[Block] = [text_section(f"*Open reviews in `{escape(namespace)}`*")]
+    blocks[0]["block_id"] = REVIEW_LIST_BLOCK
+    for review in reviews[:15]:
+        number = int(review["number"])
+        blocks.append(text_section(
+            f"*#{number}* {escape(str(review.get('title') or ''))}\n"
+            f"{escape(str(review.get('kind') or ''))} · by {person(review.get('author'))}"))
+        blocks.append(review_buttons(namespace, number, f"{REVIEW_ACTIONS_BLOCK}:{number}"))
+    return blocks
+
+
+# --- consolidation -----------------------------------------------------------------------------
+
+
+def plan_blocks(namespace: str, summary: str, plan: Mapping[str, Any]) -> list[Block]:
+    """The consolidation plan (a dry run's summary and the groups it found), with a Run button."""
+    groups = [*plan.get("clusters", []), *plan.get("pairs", [])]
+    blocks: list[Block] = [text_section(f"*Consolidation plan for `{escape(namespace)}`*\n{escape(summary)}")]
+    for group in groups[:MAX_MERGES_SHOWN]:
+        members = group.get("members", [])
+        lines = "\n".join(f"• {escape(clip(' '.join(str(m.get('text', '')).split()), 300))}" for m in members)
+        label = "Near-duplicates" if group.get("kind") == "pair" else "Related"
+        blocks.append(text_section(f"*{label}* ({len(members)})\n{lines}"))
+    if len(groups) > MAX_MERGES_SHOWN:
+        blocks.append(context(f"…and {len(groups) - MAX_MERGES_SHOWN} more groups."))
+    if not groups and not plan.get("lifecycle"):
+        blocks.append(context("Nothing to consolidate right now."))
+        return blocks
+    value = json.dumps({"n": namespace})
+    blocks.append(context("Running it writes the changes on a review branch; nothing reaches main until "
+                          "a reviewer approves the review."))
+    blocks.append({"type": "actions", "block_id": "gitmem_consolidate", "elements": [
+        button("Run it", RUN_CONSOLIDATION, value, "primary"),
+        button("Cancel", CANCEL_CONSOLIDATION, value),
+    ]})
+    return blocks
+
+
+def status_blocks(status: Mapping[str, Any]) -> list[Block]:
+    by_state = status.get("by_state", {})
+    by_type = {k: v for k, v in status.get("by_type", {}).items() if v}
+    tiers = status.get("by_tier", {})
+    lines = [
+        f"*Namespace `{escape(str(status.get('namespace')))}`*: {status.get('total', 0)} memories",
+        "by state: " + ", ".join(f"{k} {v}" for k, v in by_state.items()),
+        "by type: " + (", ".join(f"{k} {v}" for k, v in by_type.items()) or "none yet"),
+        "active memories by potency: " + ", ".join(f"{k} {v}" for k, v in tiers.items()),
+        f"head `{str(status.get('head', ''))[:10]}`",
+    ]
+    if status.get("malformed"):
+        lines.append(f":warning: {len(status['malformed'])} file(s) do not parse; run `gitmem status`")
+    return [text_section("\n".join(lines))]

@@ -1,0 +1,49 @@
+"""The ``gitmem.notifiers`` entry point: post reviews to Slack and show how they ended.
+
+``on_event(service, event)`` is called by :mod:`gitmem.notify` in whichever process opened or
+decided the review (web app, Celery worker, CLI). It does nothing unless a bot token and a review
+channel are configured, and a Slack failure is logged, never raised into the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+
+from gitmem.service import MemoryService
+
+from .app import web_client
+from .blocks import review_blocks, review_outcome
+from .bot import Bot
+from .reviews import PostedReviews, redraw_posted
+from .text import clip, escape
+
+log = logging.getLogger(__name__)
+
+
+def on_event(service: MemoryService, event: Mapping[str, Any]) -> None:
+    """Post ``review.opened`` to the review channel; redraw the message on ``review.closed``."""
+    settings = service.settings
+    if not settings.slack_bot_token or not settings.slack_review_channel:
+        return
+    kind = event.get("event")
+    namespace = str(event.get("namespace") or "")
+    review = event.get("review") or {}
+    if not namespace or "number" not in review:
+        return
+    number = int(review["number"])
+    client = web_client(settings)
+    try:
+        if kind == "review.opened":
+            summary = str(event.get("summary") or review.get("title") or f"review #{number}")
+            blocks = review_blocks(namespace, review, summary, list(event.get("merges") or []))
+            text = f"Review #{number} in {escape(namespace)}: {escape(clip(summary, 200))}"
+            sent = client.chat_postMessage(channel=settings.slack_review_channel, blocks=blocks, text=text)
+            PostedReviews(settings.state_dir).save(namespace, number, str(sent["channel"]), str(sent["ts"]), blocks)
+        elif kind == "review.closed":
+            redraw_posted(Bot(service), client, namespace, number, review_outcome(review))
+    except SlackApiError as exc:
+        log.warning("Slack notification of %s for review #%s failed: %s", kind, number, exc.response.get("error"))
