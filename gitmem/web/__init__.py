@@ -84,8 +84,19 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     app.register_blueprint(health.bp)
     app.register_error_handler(GitmemError, _gitmem_error)
     app.register_error_handler(HTTPException, _http_error)
+    _install_trigger(service)
     _mount_slack(app, settings)
     return app
+
+
+def _install_trigger(service: MemoryService) -> None:
+    """Writes through the web app enqueue consolidation when the trigger rule says so."""
+    try:
+        from ..tasks import install_trigger
+    except ImportError as exc:
+        log.warning("consolidation is not available (%s); writes will not trigger it", exc)
+        return
+    install_trigger(service)
 
 
 def _mount_slack(app: Flask, settings: Settings) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
+from kombu.exceptions import OperationalError
 
 from ..errors import InvalidInput, PermissionDenied, Unavailable
 from ..service import MemoryService, check_namespace
@@ -245,7 +246,7 @@ def consolidate(ns: str) -> tuple[Response, int]:
         return jsonify({"dry_run": True, "plan": consolidation.plan(service(), ns).to_dict()}), 200
     try:
         task_id = tasks.enqueue_consolidation(service().settings, ns)
-    except OSError as exc:  # kombu raises OperationalError (an OSError) when the broker is down
+    except (OSError, OperationalError) as exc:
         raise Unavailable(f"the task broker did not answer ({exc}); try again later") from None
     return jsonify({"dry_run": False, "task_id": task_id, "status": "queued"}), 202
 

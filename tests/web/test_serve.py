@@ -1,0 +1,127 @@
+"""``gitmem serve`` for real: gunicorn, the embedded broker's worker as a child, /healthz, shutdown."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from flask.testing import FlaskClient
+
+from gitmem.keys import KeyStore
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+
+from .conftest import Keys
+
+STARTUP_LIMIT = 90.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_healthz_reports_repository_broker_and_worker(client: FlaskClient) -> None:
+    report = client.get("/healthz")
+    assert report.status_code == 200
+    body = report.json
+    assert body["repository"]["ok"] is True and body["repository"]["namespaces"] == 1
+    assert body["broker"]["ok"] is True and body["broker"]["embedded"] is True
+    assert body["worker"]["ok"] is False  # nobody started one
+    assert body["status"] == "degraded"
+
+
+def test_healthz_fails_when_the_repository_cannot_be_read(client: FlaskClient, svc: MemoryService) -> None:
+    svc.close()
+    objects = svc.settings.repos_dir / "default.git" / "objects"
+    shutil.rmtree(objects)
+    objects.mkdir()
+    report = client.get("/healthz")
+    assert report.status_code == 503 and report.json["repository"]["ok"] is False
+
+
+def test_consolidate_dry_run_returns_the_plan(client: FlaskClient, keys: Keys, svc: MemoryService) -> None:
+    for text in ("Use pytest fixtures for setup", "Use pytest fixtures for test setup"):
+        svc.remember("default", text, source="user")
+    before = svc.status("default")["head"]
+    response = client.post("/api/v1/namespaces/default/consolidate", headers=keys.auth("reader"),
+                           json={"dry_run": True})
+    assert response.status_code == 200 and response.json["dry_run"] is True
+    assert "plan" in response.json
+    assert svc.status("default")["head"] == before
+    refused = client.post("/api/v1/namespaces/default/consolidate", headers=keys.auth("reader"), json={})
+    assert refused.status_code == 403
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[str], int]]:
+    """``gitmem serve`` in a subprocess with nothing configured; yields url, key, process, worker pid."""
+    home = tmp_path / "served"
+    service = MemoryService(Settings(home=home))
+    service.init("default")
+    service.close()
+    key = KeyStore(home).create("default", "writer", name="agent")[0]
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITMEM_", "SLACK_"))}
+    env["GITMEM_HOME"] = str(home)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gitmem", "serve", "--port", str(port), "--workers", "1", "--threads", "2"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    found = re.search(r"background worker \(pid (\d+)\)", line)
+    assert found, line
+    try:
+        yield f"http://127.0.0.1:{port}", key, proc, int(found.group(1))
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+        proc.stderr.close()
+
+
+def wait_for(url: str, check: str) -> dict[str, object]:
+    """Poll /healthz until ``check`` is ok (the worker takes a few seconds to boot)."""
+    deadline = time.monotonic() + STARTUP_LIMIT
+    last: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        try:
+            last = httpx.get(f"{url}/healthz", timeout=5).json()
+        except httpx.TransportError:
+            pass
+        else:
+            part = last.get(check)
+            if isinstance(part, dict) and part.get("ok"):
+                return last
+        time.sleep(0.3)
+    raise AssertionError(f"{check} never became healthy: {last}")
+
+
+def test_serve_runs_the_app_and_a_worker_and_stops_both(
+        served: tuple[str, str, subprocess.Popen[str], int]) -> None:
+    url, key, proc, worker_pid = served
+    health = wait_for(url, "worker")
+    assert health["status"] == "ok"
+
+    made = httpx.post(f"{url}/api/v1/namespaces/default/memories", headers={"X-API-Key": key},
+                      json={"text": "Served through gunicorn"}, timeout=30)
+    assert made.status_code == 201
+    queued = httpx.post(f"{url}/api/v1/namespaces/default/consolidate", headers={"X-API-Key": key},
+                        json={}, timeout=30)
+    assert queued.status_code == 202 and queued.json()["task_id"]
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(worker_pid, 0)
