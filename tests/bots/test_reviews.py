@@ -1,0 +1,224 @@
+"""Consolidation from Slack, the review message it posts, and Approve / Reject for reviewers only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from importlib.metadata import entry_points
+
+import pytest
+
+from bots.slack.notify import on_event
+from gitmem import notify
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+from tests.bots.conftest import BOB, CHANNEL, REVIEW_CHANNEL, REVIEWER, Slack
+from tests.fakes.slack_api import Call, FakeSlack
+
+RELATED = ("the deploy script needs the staging token set",
+           "the deploy script needs the staging token and the region set",
+           "set the staging token before running the deploy script")
+
+
+def installed() -> bool:
+    return any(p.value == "bots.slack.notify:on_event" for p in entry_points(group=notify.ENTRY_POINT_GROUP))
+
+
+@pytest.fixture(autouse=True)
+def notifier() -> Iterator[None]:
+    """The Slack notifier, as the entry point when the package is installed with it, else in-process."""
+    if installed():
+        yield
+        return
+    notify.subscribe(on_event)
+    try:
+        yield
+    finally:
+        notify.unsubscribe(on_event)
+
+
+@pytest.fixture
+def related(svc: MemoryService) -> list[str]:
+    """Three agent memories that consolidation merges into one."""
+    return [str(svc.remember("default", text, source="agent").memory.id) for text in RELATED]  # type: ignore[union-attr]
+
+
+def run_consolidation(slack: Slack) -> Call:
+    """/mem consolidate, then Run it; returns the review message posted to the review channel."""
+    slack.command("consolidate")
+    plan = slack.last("respond")
+    slack.press(plan, "gitmem_consolidate_run")
+    posted = [c for c in slack.calls("chat.postMessage") if c.args["channel"] == REVIEW_CHANNEL]
+    assert len(posted) == 1
+    return posted[0]
+
+
+def test_consolidate_shows_the_plan_and_changes_nothing(slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    head = slack.commits()[0].id
+    slack.command("consolidate")
+    plan = slack.last("respond")
+    assert "1 clusters of 3 memories" in plan.text
+    for text in RELATED:
+        assert text in plan.text
+    assert "gitmem_consolidate_run" in json.dumps(plan.blocks)
+    assert slack.commits()[0].id == head
+    assert svc.reviews.list("default") == []
+
+
+def test_cancel_changes_nothing(slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    slack.command("consolidate")
+    slack.press(slack.last("respond"), "gitmem_consolidate_cancel")
+    assert "cancelled" in slack.last("respond").text
+    assert svc.reviews.list("default") == []
+
+
+def test_consolidate_with_nothing_to_do_has_no_run_button(slack: Slack) -> None:
+    slack.command("consolidate")
+    plan = slack.last("respond")
+    assert "Nothing to consolidate" in plan.text
+    assert "gitmem_consolidate_run" not in json.dumps(plan.blocks)
+
+
+def test_running_posts_the_review_with_merges_and_buttons(slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    head = slack.commits()[0].id
+    message = run_consolidation(slack)
+    (review,) = svc.reviews.list("default", status="open")
+    assert review.kind == "consolidation"
+    assert slack.commits()[0].id == head  # nothing reaches main before approval
+    assert f"consolidated 3 memories into 1, review #{review.number}" in message.text
+    sections = [b["text"]["text"] for b in message.blocks if b["type"] == "section"]
+    assert any(s.startswith("*Before* (3)") for s in sections)
+    assert any(s.startswith("*After*") for s in sections)
+    actions = json.dumps(message.blocks)
+    assert "gitmem_review_approve" in actions and "gitmem_review_reject" in actions
+    result = slack.last("respond")
+    assert result.args["replace_original"] is True
+    assert f"review #{review.number}" in result.text
+
+
+def test_only_reviewers_may_approve(slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    message = run_consolidation(slack)
+    head = slack.commits()[0].id
+    slack.press(message, "gitmem_review_approve", user=BOB)
+    refusal = slack.last("chat.postEphemeral")
+    assert refusal.args["user"] == BOB and refusal.args["channel"] == REVIEW_CHANNEL
+    assert "Only reviewers can approve" in refusal.text and f"<@{REVIEWER}>" in refusal.text
+    assert [r.status for r in svc.reviews.list("default")] == ["open"]
+    assert slack.commits()[0].id == head
+    assert not slack.calls("chat.update")
+
+
+def test_approve_merges_and_updates_the_message_for_everyone(
+        slack: Slack, svc: MemoryService, related: list[str], fsck: Callable[[str], None]) -> None:
+    message = run_consolidation(slack)
+    slack.press(message, "gitmem_review_approve", user=REVIEWER)
+    (review,) = svc.reviews.list("default")
+    assert review.status == "merged" and review.decided_by == f"slack:{REVIEWER}"
+    assert svc.status("default")["by_state"]["active"] == 1
+    updates = slack.calls("chat.update")
+    assert updates and all(u.args["channel"] == REVIEW_CHANNEL for u in updates)
+    assert all(u.args["ts"] == message.response["ts"] for u in updates)
+    last = updates[-1]
+    assert f"Approved by <@{REVIEWER}>" in last.text
+    assert "gitmem_review_approve" not in json.dumps(last.blocks)
+    assert "*Before* (3)" in last.text  # the merges stay visible
+    fsck("default")
+
+
+def test_only_reviewers_may_reject(slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    message = run_consolidation(slack)
+    slack.press(message, "gitmem_review_reject", user=BOB)
+    assert "Only reviewers can reject" in slack.last("chat.postEphemeral").text
+    assert not slack.calls("views.open")
+    assert [r.status for r in svc.reviews.list("default")] == ["open"]
+
+
+def test_reject_asks_why_and_closes_the_review(slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    message = run_consolidation(slack)
+    head = slack.commits()[0].id
+    slack.press(message, "gitmem_review_reject", user=REVIEWER)
+    modal = slack.last("views.open")
+    assert modal.view["callback_id"] == "gitmem_reject_review"
+    assert slack.submit(modal, "", user=REVIEWER).get_json()["response_action"] == "errors"
+    assert [r.status for r in svc.reviews.list("default")] == ["open"]
+    slack.submit(modal, "the region is not always needed", user=REVIEWER)
+    (review,) = svc.reviews.list("default")
+    assert review.status == "rejected" and review.decided_by == f"slack:{REVIEWER}"
+    assert slack.commits()[0].id == head
+    last = slack.last("chat.update")
+    assert last.args["ts"] == message.response["ts"]
+    assert f"Rejected by <@{REVIEWER}>: the region is not always needed" in last.text
+
+
+def test_a_rejection_modal_submitted_by_someone_else_is_refused(
+        slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    message = run_consolidation(slack)
+    slack.press(message, "gitmem_review_reject", user=REVIEWER)
+    slack.submit(slack.last("views.open"), "not mine to reject", user=BOB)
+    assert "Only reviewers can reject" in slack.last("chat.postEphemeral").text
+    assert [r.status for r in svc.reviews.list("default")] == ["open"]
+
+
+def test_review_lists_open_reviews_and_approves_from_the_list(
+        slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    message = run_consolidation(slack)
+    slack.command("review", user=REVIEWER)
+    listing = slack.last("respond")
+    assert "Open reviews in `default`" in listing.text and "#1" in listing.text
+    slack.press(listing, "gitmem_review_approve", user=REVIEWER, number=1)
+    assert svc.reviews.get("default", 1).status == "merged"
+    redraw = slack.last("respond")
+    assert redraw.args["replace_original"] is True and "No open reviews" in redraw.text
+    channel_update = slack.last("chat.update")
+    assert channel_update.args["ts"] == message.response["ts"] and "Approved by" in channel_update.text
+
+
+def test_approving_a_decided_review_says_so(slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    message = run_consolidation(slack)
+    slack.press(message, "gitmem_review_approve", user=REVIEWER)
+    slack.press(message, "gitmem_review_approve", user=REVIEWER)
+    assert "already merged" in slack.last("chat.postEphemeral").text
+
+
+def test_a_proposed_amendment_can_be_approved_from_the_list(slack: Slack, svc: MemoryService) -> None:
+    slack.command("remember the wiki lives in Notion", user=BOB)
+    memory_id = slack.commits()[0].memory_ids[0]
+    slack.command(f"amend {memory_id} the wiki lives in Confluence", user=BOB)
+    assert "review #1" in slack.last("respond").text
+    slack.command("review", user=REVIEWER)
+    slack.press(slack.last("respond"), "gitmem_review_approve", user=REVIEWER, number=1)
+    assert svc.show("default", memory_id).text == "the wiki lives in Confluence"
+
+
+# --- the notifier on its own -------------------------------------------------------------------
+
+
+def test_the_notifier_escapes_merges_and_does_nothing_unconfigured(
+        tmp_path: object, fake_slack: FakeSlack, settings: Settings) -> None:
+    event = {"event": "review.opened", "namespace": "default", "summary": "consolidated 2 memories into 1, review #7",
+             "review": {"number": 7, "title": "Consolidated", "author": "gitmem", "status": "open"},
+             "merges": [{"before": ["ping <!channel>", "a & b"], "after": "ping <@U123> & co"}]}
+    quiet = MemoryService(Settings(home=settings.home))
+    on_event(quiet, event)
+    assert not fake_slack.calls
+    service = MemoryService(settings)
+    on_event(service, event)
+    (posted,) = fake_slack.of("chat.postMessage")
+    assert posted.args["channel"] == REVIEW_CHANNEL
+    assert "&lt;!channel&gt;" in posted.text and "a &amp; b" in posted.text and "&lt;@U123&gt; &amp; co" in posted.text
+    assert "<!channel>" not in posted.text and "<@U123>" not in posted.text
+    on_event(service, {"event": "review.closed", "namespace": "default",
+                       "review": {"number": 7, "status": "rejected", "decided_by": "slack:UREVIEWER1",
+                                  "comments": [{"actor": "slack:UREVIEWER1", "text": "no <b>"}]}})
+    (update,) = fake_slack.of("chat.update")
+    assert update.args["ts"] == posted.response["ts"]
+    assert "Rejected by <@UREVIEWER1>: no &lt;b&gt;" in update.text
+
+
+def test_the_notifier_logs_slack_failures_instead_of_raising(
+        fake_slack: FakeSlack, settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    fake_slack.fail("chat.postMessage", "channel_not_found")
+    on_event(MemoryService(settings), {"event": "review.opened", "namespace": "default", "summary": "s",
+                                       "review": {"number": 1}, "merges": []})
+    assert "channel_not_found" in caplog.text
+    assert CHANNEL not in caplog.text
