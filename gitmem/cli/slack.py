@@ -1,0 +1,33 @@
+"""``gitmem slack``: run the Slack bot on its own, over Socket Mode or plain HTTP."""
+
+from __future__ import annotations
+
+import click
+
+from .base import main, service
+
+
+@main.command("slack")
+@click.option("--http", "http_port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
+              help="Serve POST /slack/events on this port instead of using Socket Mode.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on with --http.")
+def slack_command(http_port: int | None, host: str) -> None:
+    """Run the Slack bot: /mem, "remember:" messages, the "Remember this" shortcut and review buttons.
+
+    By default it connects over Socket Mode, for teams that cannot expose a URL: set
+    SLACK_BOT_TOKEN and SLACK_APP_TOKEN (an xapp- token with connections:write). With --http it
+    serves POST /slack/events itself and needs SLACK_SIGNING_SECRET instead; `gitmem serve`
+    mounts the same endpoint in the web app when the token and signing secret are set.
+    Channels map to namespaces with GITMEM_SLACK_CHANNEL_NAMESPACES="C123=team,C456=ops".
+    """
+    from bots.slack import create_flask_app, socket_mode_handler
+
+    if http_port is None:
+        handler = socket_mode_handler(service())
+        click.echo("gitmem slack: connecting to Slack over Socket Mode (Ctrl-C to stop)", err=True)
+        # slack_bolt leaves start() unannotated.
+        handler.start()  # type: ignore[no-untyped-call]
+        return
+    app = create_flask_app(service())
+    click.echo(f"gitmem slack: serving http://{host}:{http_port}/slack/events", err=True)
+    app.run(host=host, port=http_port)
