@@ -292,7 +292,7 @@ def plan(service: MemoryService, namespace: str) -> Plan:
     clusters: list[Cluster] = []
     in_cluster: set[str] = set()
     for indexes in find_clusters(sets, settings.cluster_threshold):
-        members = tuple(candidates[i].memory for i in indexes)
+        members = tuple(sorted((candidates[i].memory for i in indexes), key=lambda m: (m.created, m.id)))
         if all(m.source == "user" for m in members):
             continue  # the user's statements are never merged automatically
         low = min(

@@ -1,0 +1,241 @@
+"""Reviews: approve, approve some commits, stale after main moved, reject, comment, CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitmem import consolidate, notify
+from gitmem.errors import Conflict, InvalidInput, ReviewNotFound, StaleReview
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+from gitmem.store import MAIN
+
+from .conftest import git
+from .test_consolidate import plant
+
+TOPICS = [
+    ("Use descriptive variable and method names.",
+     "Use descriptive variable and method names (e.g., IsUserSignedIn)."),
+    ("提交代码前必须运行单元测试。", "提交代码之前一定要运行单元测试和格式检查。"),
+    ("Deploy the web app with docker compose.",
+     "Deploy the web app with docker compose to staging and production."),
+]
+
+
+def three_merges(svc: MemoryService) -> int:
+    """Plant three pairs of near-duplicates and run consolidation (offline rules) on them."""
+    for older, newer in TOPICS:
+        plant(svc, older, days=2)
+        plant(svc, newer, days=1)
+    result = consolidate.run(svc, "default")
+    assert result.review is not None
+    assert len(svc.reviews.diff("default", result.review)) == 3
+    return result.review
+
+
+def active(svc: MemoryService) -> list[str]:
+    return sorted(m.text for m in svc.list("default", state="active", limit=100))
+
+
+def main_head(svc: MemoryService) -> str | None:
+    return svc.ns("default").store.head_id(MAIN)
+
+
+def test_show_lists_each_decision_with_its_reason_and_a_diff_per_memory(svc: MemoryService) -> None:
+    number = three_merges(svc)
+    review = svc.reviews.get("default", number)
+    assert review.to_dict()["status"] == "open"
+    assert json.loads(json.dumps(review.to_dict()))["number"] == number
+    commits = svc.reviews.diff("default", number)
+    first = commits[0]
+    assert first.action == "consolidate"
+    assert first.reason.startswith("Reason: offline rules")
+    deleted = [f for f in first.files if f.status == "deleted"]
+    added = [f for f in first.files if f.status == "added"]
+    assert len(deleted) == 2 and len(added) == 1
+    assert added[0].unified.startswith("--- /dev/null\n+++ b/convention/")
+    assert deleted[0].old_text is not None and deleted[0].new_text is None
+    assert len(first.memory_ids) == 3
+    assert first.to_dict()["files"][0]["unified"]
+
+
+def test_approving_all_merges_every_commit_in_order(svc: MemoryService, fsck: Callable[[str], None]) -> None:
+    number = three_merges(svc)
+    ids = [c.id for c in svc.reviews.diff("default", number)]
+    review = svc.reviews.approve("default", number, actor="alice")
+    assert review.status == "merged" and review.decided_by == "alice"
+    assert review.approved_commits == ids
+    assert active(svc) == sorted(newer for _, newer in TOPICS)
+    log = svc.log("default", limit=3)
+    assert [info.summary for info in reversed(log)] == [c.summary for c in svc.reviews.diff("default", number)]
+    assert review.merged_commit == main_head(svc)
+    fsck("default")
+
+
+def test_partial_approval_merges_only_the_chosen_commits(svc: MemoryService) -> None:
+    number = three_merges(svc)
+    commits = svc.reviews.diff("default", number)
+    chosen = next(c for c in commits if any("提交代码" in (f.new_text or "") for f in c.files))
+    review = svc.reviews.approve("default", number, actor="alice", commits=[chosen.id[:8]])
+    assert review.approved_commits == [chosen.id]
+    assert "提交代码之前一定要运行单元测试和格式检查。" in active(svc)
+    assert "提交代码前必须运行单元测试。" not in active(svc)
+    for older, newer in (TOPICS[0], TOPICS[2]):
+        assert older in active(svc) and newer in active(svc)
+    info = svc.ns("default").store.info(svc.ns("default").store.head())
+    assert info.summary == chosen.summary and info.action == "consolidate"
+    # The dropped merges come back in the next run.
+    again = consolidate.run(svc, "default")
+    assert again.summary == "consolidated 4 memories into 2, review #2"
+
+
+def test_approval_after_main_changed_the_same_memory_marks_the_review_stale(svc: MemoryService) -> None:
+    number = three_merges(svc)
+    seen: list[dict[str, Any]] = []
+    notify.subscribe(lambda service, event: seen.append(event))
+    try:
+        target = next(m for m in svc.list("default") if m.text == TOPICS[0][0])
+        svc.amend("default", target.id, text="Use descriptive names for variables, methods and classes.")
+        moved = main_head(svc)
+        with pytest.raises(StaleReview, match="main changed convention/"):
+            svc.reviews.approve("default", number, actor="alice")
+    finally:
+        notify._subscribers.clear()
+    assert main_head(svc) == moved  # nothing merged
+    review = svc.reviews.get("default", number)
+    assert review.status == "stale" and review.stale_reason and "run consolidation again" in review.stale_reason
+    assert seen[-1]["event"] == "review.closed" and seen[-1]["review"]["status"] == "stale"
+    with pytest.raises(StaleReview):
+        svc.reviews.approve("default", number, actor="alice")
+    # Re-run: a new review of the current state, which merges cleanly.
+    rerun = consolidate.run(svc, "default")
+    assert rerun.review == number + 1
+    svc.reviews.approve("default", rerun.review, actor="alice")
+    assert "Use descriptive names for variables, methods and classes." in active(svc)
+
+
+def test_approval_after_main_changed_other_memories_rebases(svc: MemoryService) -> None:
+    number = three_merges(svc)
+    svc.remember("default", "Keep CI under ten minutes.")
+    review = svc.reviews.approve("default", number, actor="alice")
+    assert review.status == "merged"
+    assert "Keep CI under ten minutes." in active(svc)
+    assert len(active(svc)) == 4
+
+
+def test_reject_closes_the_review_and_leaves_main_untouched(svc: MemoryService) -> None:
+    number = three_merges(svc)
+    before = main_head(svc)
+    review = svc.reviews.get("default", number)
+    rejected = svc.reviews.reject("default", number, actor="bob", reason="keep them apart")
+    assert rejected.status == "rejected" and rejected.decided_by == "bob"
+    assert rejected.comments[-1]["text"] == "keep them apart"
+    assert main_head(svc) == before
+    repo = svc.ns("default").store.repo
+    assert review.branch not in repo.references  # gone from refs/heads
+    assert str(repo.references[f"refs/gitmem/closed/{number}"].target) == review.head
+    assert len(svc.reviews.diff("default", number)) == 3  # still readable
+    with pytest.raises(Conflict, match="already rejected"):
+        svc.reviews.approve("default", number, actor="bob")
+
+
+def test_comments_and_listing(svc: MemoryService) -> None:
+    number = three_merges(svc)
+    svc.reviews.comment("default", number, actor="carol", text="Looks right to me.")
+    review = svc.reviews.comment("default", number, actor="dan", text="同意。")
+    assert [(c["actor"], c["text"]) for c in review.comments] == [("carol", "Looks right to me."), ("dan", "同意。")]
+    assert [r.number for r in svc.reviews.list("default", status="open")] == [number]
+    assert svc.reviews.list("default", status="merged") == []
+
+
+def test_bad_input_is_refused_and_changes_nothing(svc: MemoryService) -> None:
+    number = three_merges(svc)
+    before = main_head(svc)
+    with pytest.raises(InvalidInput, match="not part of review"):
+        svc.reviews.approve("default", number, actor="alice", commits=["deadbeef"])
+    with pytest.raises(InvalidInput, match="not a commit id"):
+        svc.reviews.approve("default", number, actor="alice", commits=["../main"])
+    with pytest.raises(InvalidInput, match="actor"):
+        svc.reviews.approve("default", number, actor=" ")
+    with pytest.raises(InvalidInput, match="comment is empty"):
+        svc.reviews.comment("default", number, actor="x", text="   ")
+    with pytest.raises(InvalidInput, match="unknown review status"):
+        svc.reviews.list("default", status="closed")
+    with pytest.raises(InvalidInput, match="review number"):
+        svc.reviews.get("default", 0)
+    with pytest.raises(ReviewNotFound, match="no review #99"):
+        svc.reviews.get("default", 99)
+    assert main_head(svc) == before
+    assert svc.reviews.get("default", number).status == "open"
+
+
+def test_an_amendment_by_a_non_maintainer_is_reviewed_then_merged(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Use pnpm.").memory
+    assert memory is not None
+    result = svc.feedback("default", memory.id, "amend", actor="eve", text="Use pnpm 9, not npm.")
+    assert result.review is not None
+    review = svc.reviews.get("default", result.review)
+    assert review.kind == "amend" and review.author == "eve"
+    assert svc.show("default", memory.id).text == "Use pnpm."
+    svc.reviews.approve("default", review.number, actor="maintainer")
+    assert svc.show("default", memory.id).text == "Use pnpm 9, not npm."
+
+
+def test_reviews_travel_with_the_repository_but_not_in_a_clone_of_main(
+        svc: MemoryService, settings: Settings, tmp_path: Path, fsck: Callable[[str], None]) -> None:
+    number = three_merges(svc)
+    svc.reviews.approve("default", number, actor="alice")
+    repo = settings.repos_dir / "default.git"
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True, capture_output=True)
+    refs = subprocess.run(["git", "-C", str(clone), "for-each-ref", "--format=%(refname)"],
+                          check=True, capture_output=True, text=True).stdout
+    assert "refs/gitmem" not in refs and "consolidate" not in refs
+    assert "reviews/1.json" in git(repo, "ls-tree", "-r", "--name-only", "refs/gitmem/reviews")
+    fsck("default")
+
+
+# --- the CLI ---------------------------------------------------------------------------------------
+
+
+def cli(settings: Settings, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
+    env["GITMEM_HOME"] = str(settings.home)
+    done = subprocess.run([sys.executable, "-m", "gitmem", *args], env=env, capture_output=True, text=True)
+    if ok:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_cli_consolidate_and_review_commands(svc: MemoryService, settings: Settings) -> None:
+    for older, newer in TOPICS:
+        plant(svc, older, days=2)
+        plant(svc, newer, days=1)
+    dry = json.loads(cli(settings, "consolidate", "--dry-run", "--json").stdout)
+    assert dry["review"] is None and len(dry["plan"]["clusters"]) == 3
+    run = cli(settings, "consolidate")
+    assert "consolidated 6 memories into 3, review #1" in run.stdout
+    listed = json.loads(cli(settings, "review", "list", "--json").stdout)
+    assert [(r["number"], r["status"]) for r in listed] == [(1, "open")]
+    shown = json.loads(cli(settings, "review", "show", "1", "--json").stdout)
+    assert len(shown["commits"]) == 3
+    text = cli(settings, "review", "show", "1").stdout
+    assert "--- /dev/null" in text and "Reason: offline rules" in text
+    cli(settings, "review", "comment", "1", "ship it", "--actor", "carol")
+    sha = shown["commits"][0]["id"]
+    approved = json.loads(cli(settings, "review", "approve", "1", "--commit", sha, "--actor", "alice",
+                              "--json").stdout)
+    assert approved["status"] == "merged" and approved["approved_commits"] == [sha]
+    assert approved["comments"][0]["text"] == "ship it"
+    again = cli(settings, "review", "approve", "1", ok=False)
+    assert again.returncode == 4 and again.stderr.startswith("error: review #1 is already merged")
+    missing = cli(settings, "review", "reject", "7", ok=False)
+    assert missing.returncode == 3 and "no review #7" in missing.stderr
