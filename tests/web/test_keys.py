@@ -1,0 +1,91 @@
+"""API keys: made once, stored hashed, revoked at once; the `gitmem key` commands."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from flask.testing import FlaskClient
+
+from gitmem.cli import main
+from gitmem.errors import InvalidInput, NotFound
+from gitmem.keys import KeyStore
+from gitmem.settings import Settings
+
+
+def test_a_key_is_stored_only_as_a_hash(settings: Settings) -> None:
+    store = KeyStore(settings.home)
+    secret, stored = store.create("default", "writer", name="ci")
+    text = (settings.home / "keys.json").read_text()
+    assert secret not in text and secret.split("_")[-1] not in text
+    assert stat.S_IMODE((settings.home / "keys.json").stat().st_mode) == 0o600
+    assert store.verify(secret) == stored
+    assert store.verify(secret[:-1] + ("A" if secret[-1] != "A" else "B")) is None
+
+
+def test_roles_are_ranked_and_scoped_to_a_namespace(settings: Settings) -> None:
+    store = KeyStore(settings.home)
+    _, reviewer = store.create("team", "reviewer")
+    assert reviewer.allows("team", "writer") and reviewer.allows("team", "reviewer")
+    assert not reviewer.allows("team", "admin") and not reviewer.allows("other", "reader")
+    _, root = store.create("*", "admin")
+    assert root.allows("anything", "admin")
+
+
+def test_revoked_key_stops_working_in_a_running_app(client: FlaskClient, settings: Settings) -> None:
+    store = KeyStore(settings.home)
+    secret, stored = store.create("default", "reader")
+    auth = {"Authorization": f"Bearer {secret}"}
+    assert client.get("/api/v1/namespaces/default", headers=auth).status_code == 200
+    KeyStore(settings.home).revoke(stored.id)  # another process, as `gitmem key revoke` would be
+    assert client.get("/api/v1/namespaces/default", headers=auth).status_code == 401
+
+
+def test_bad_key_requests(settings: Settings) -> None:
+    store = KeyStore(settings.home)
+    with pytest.raises(InvalidInput):
+        store.create("default", "owner")
+    with pytest.raises(InvalidInput):
+        store.create("../etc", "reader")
+    with pytest.raises(InvalidInput):
+        store.create("default", "reader", name="\x00bad")
+    with pytest.raises(NotFound):
+        store.revoke("000000000000")
+
+
+@pytest.fixture
+def runner(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
+    from gitmem.cli import base
+
+    monkeypatch.setenv("GITMEM_HOME", str(settings.home))
+    base.settings.cache_clear()
+    base.service.cache_clear()
+    return CliRunner()
+
+
+def test_key_commands(runner: CliRunner, settings: Settings) -> None:
+    made = runner.invoke(main, ["key", "create", "--namespace", "default", "--role", "reviewer",
+                                "--name", "dana"])
+    assert made.exit_code == 0, made.output
+    secret = made.stdout.strip().splitlines()[0]
+    assert secret.startswith("gmk_") and "cannot be shown again" in made.stderr
+    assert KeyStore(settings.home).verify(secret) is not None
+
+    listed = runner.invoke(main, ["key", "list", "--json"])
+    [entry] = json.loads(listed.stdout)
+    assert entry["name"] == "dana" and entry["role"] == "reviewer" and "digest" not in entry
+    assert secret not in listed.stdout
+
+    revoked = runner.invoke(main, ["key", "revoke", entry["id"]])
+    assert revoked.exit_code == 0 and KeyStore(settings.home).verify(secret) is None
+    again = runner.invoke(main, ["key", "revoke", entry["id"]])
+    assert again.exit_code != 0 and "no key" in again.stderr
+
+
+def test_key_create_refuses_unknown_roles(runner: CliRunner, settings: Settings) -> None:
+    result = runner.invoke(main, ["key", "create", "--role", "owner"])
+    assert result.exit_code == 2
+    assert not Path(settings.home / "keys.json").exists()
