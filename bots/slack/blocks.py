@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gitmem.concepts import Memory, now
+from gitmem.concepts import TYPES, Memory, now
+from gitmem.templating import render_template
 
-from .text import SECTION_LIMIT, USAGE, clip, escape, person
+from .text import SECTION_LIMIT, clip, escape, person
 
 Block = dict[str, Any]
 
@@ -75,8 +76,10 @@ def button(label: str, action_id: str, value: str, style: str | None = None) -> 
     return element
 
 
-def help_blocks() -> list[Block]:
-    return [text_section(USAGE)]
+def help_blocks(namespace: str) -> list[Block]:
+    """What ``/mem help`` shows (``templates/slack/help.mrkdwn.j2``)."""
+    text = render_template("slack/help.mrkdwn.j2", types=TYPES, namespace=escape(namespace))
+    return [text_section(text.strip())]
 
 
 def error_text(message: str) -> str:

@@ -18,7 +18,7 @@ from gitmem.errors import GitmemError
 from .blocks import Cards, error_text, help_blocks, plan_blocks, review_list_blocks, status_blocks
 from .bot import Bot, Target
 from .feedback import notice_for, open_text_modal
-from .text import Command, Usage, actor, clip, escape, parse_command, role_of
+from .text import Command, Usage, actor, clip, escape, namespace_for, parse_command, role_of
 
 log = logging.getLogger(__name__)
 RECALL_LIMIT = 5
@@ -39,7 +39,8 @@ def register(app: App, bot: Bot) -> None:
             ack(text=str(exc), response_type="ephemeral")
             return
         if parsed.name == "help":
-            ack(blocks=help_blocks(), text="gitmem help", response_type="ephemeral")
+            namespace = namespace_for(bot.settings, command.get("channel_id"))
+            ack(blocks=help_blocks(namespace), text="gitmem help", response_type="ephemeral")
             return
         ack()
 

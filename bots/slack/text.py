@@ -23,16 +23,6 @@ _TYPE_PREFIX = re.compile(r"^\s*(?P<type>[A-Za-z]+)\s*[:：]\s*(?P<rest>.*)\Z", 
 ACTOR_PREFIX = "slack:"
 SECTION_LIMIT = 3000
 
-USAGE = """*gitmem* keeps this team's long-term memory in Git. Type:
-• `/mem remember [type:] text` store a memory (types: {types})
-• `/mem recall query` find memories, with buttons to confirm, reject, discuss or amend them
-• `/mem amend ID new text` change a memory (`/mem amend ID` opens an editor)
-• `/mem forget ID [reason]` archive a memory
-• `/mem status` counts for this channel's namespace
-• `/mem consolidate` show the consolidation plan, then run it
-• `/mem review` open reviews, with Approve / Reject buttons
-• `/mem help` this text
-Or start a message with `remember:` or `记住：` and I will remember it.""".format(types=", ".join(TYPES))
 
 
 def escape(text: str) -> str:

@@ -1,0 +1,177 @@
+"""Signatures, mounting in the gitmem web app, the manifest, ``gitmem slack``, and the text helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+import yaml
+from slack_sdk.signature import SignatureVerifier
+
+import bots.slack
+from bots.slack import create_bolt_app
+from bots.slack.remembering import SHORTCUT
+from bots.slack.text import Usage, escape, parse_command, person, split_type, spoken, unescape
+from gitmem.errors import InvalidInput
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+from gitmem.web import create_app
+from tests.bots.conftest import SECRET, Slack
+from tests.fakes.slack_api import FakeSlack
+
+MANIFEST = Path(bots.slack.__file__).parent / "manifest.yaml"
+
+
+def test_exports() -> None:
+    assert sorted(bots.slack.__all__) == sorted(
+        name for name in dir(bots.slack) if not name.startswith("_") and callable(getattr(bots.slack, name)))
+
+
+# --- signatures: 401 and nothing happens ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["unsigned", "wrong secret", "six minutes old", "body changed"])
+def test_bad_signatures_are_refused_and_change_nothing(slack: Slack, how: str) -> None:
+    before = len(slack.commits())
+    calls = len(slack.fake.calls)
+    body = urlencode({"command": "/mem", "text": "remember forged", "user_id": "UEVIL00001",
+                      "channel_id": "CGENERAL01", "team_id": "T0GITMEM",
+                      "response_url": slack.fake.response_url("forged"), "trigger_id": "t"})
+    if how == "unsigned":
+        response = slack.post(body, "application/x-www-form-urlencoded", sign=False)
+    elif how == "wrong secret":
+        response = slack.post(body, "application/x-www-form-urlencoded", secret="not-the-secret")
+    elif how == "six minutes old":
+        response = slack.post(body, "application/x-www-form-urlencoded", timestamp=int(time.time()) - 360)
+    else:
+        stamp = str(int(time.time()))
+        signature = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=body)
+        response = slack.client.post("/slack/events", data=(body + "x").encode(), headers={
+            "Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": stamp,
+            "X-Slack-Signature": signature})
+        slack.executor.settle()
+    assert response.status_code == 401
+    assert len(slack.commits()) == before
+    assert len(slack.fake.calls) == calls
+
+
+def test_url_verification_echoes_the_challenge(slack: Slack) -> None:
+    body = json.dumps({"type": "url_verification", "token": "legacy", "challenge": "c-123"})
+    response = slack.post(body, "application/json")
+    assert response.status_code == 200 and response.get_json() == {"challenge": "c-123"}
+
+
+# --- mounting ------------------------------------------------------------------------------------
+
+
+def test_the_web_app_mounts_slack_events(settings: Settings, fake_slack: FakeSlack) -> None:
+    app = create_app(settings)
+    client = app.test_client()
+    body = urlencode({"command": "/mem", "text": "nonsense", "user_id": "UALICE0001", "channel_id": "C1",
+                      "team_id": "T0GITMEM", "response_url": fake_slack.response_url(), "trigger_id": "t"})
+    assert client.post("/slack/events", data=body,
+                       headers={"Content-Type": "application/x-www-form-urlencoded"}).status_code == 401
+    stamp = str(int(time.time()))
+    response = client.post("/slack/events", data=body, headers={
+        "Content-Type": "application/x-www-form-urlencoded", "X-Slack-Request-Timestamp": stamp,
+        "X-Slack-Signature": SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=body)})
+    assert response.status_code == 200
+    assert "/mem help" in response.get_json()["text"]
+    assert app.extensions["gitmem.slack"] is not None
+
+
+def test_the_web_app_without_slack_settings_has_no_endpoint(tmp_path: Path) -> None:
+    app = create_app(Settings(home=tmp_path / "home"))
+    assert "gitmem.slack" not in app.extensions
+    assert app.test_client().post("/slack/events", data="x").status_code in (404, 405)
+
+
+def test_the_bot_needs_its_token_and_secret(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInput, match="SLACK_BOT_TOKEN"):
+        create_bolt_app(MemoryService(Settings(home=tmp_path)))
+    with pytest.raises(InvalidInput, match="SLACK_SIGNING_SECRET"):
+        create_bolt_app(MemoryService(Settings(home=tmp_path, slack_bot_token="xoxb-1")))
+    assert create_bolt_app(MemoryService(Settings(home=tmp_path, slack_bot_token="xoxb-1")), socket_mode=True)
+
+
+# --- gitmem slack ----------------------------------------------------------------------------------
+
+
+def run_cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("GITMEM_", "SLACK_"))}
+    return subprocess.run([sys.executable, "-m", "gitmem", *args], capture_output=True, text=True,
+                          env={**clean, "GITMEM_HOME": str(tmp_path / "home"), **env})
+
+
+def test_gitmem_slack_says_which_tokens_are_missing(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "slack")
+    assert done.returncode == 2 and "SLACK_BOT_TOKEN" in done.stderr
+    done = run_cli(tmp_path, "slack", SLACK_BOT_TOKEN="xoxb-1")
+    assert done.returncode == 2 and "SLACK_APP_TOKEN" in done.stderr
+    done = run_cli(tmp_path, "slack", "--http", "0", SLACK_BOT_TOKEN="xoxb-1")
+    assert done.returncode == 2 and "SLACK_SIGNING_SECRET" in done.stderr
+    help_text = run_cli(tmp_path, "slack", "--help").stdout
+    assert "Socket Mode" in help_text and "--http" in help_text
+
+
+# --- the manifest ------------------------------------------------------------------------------------
+
+
+def test_the_manifest_declares_what_the_bot_listens_to() -> None:
+    manifest = yaml.safe_load(MANIFEST.read_text(encoding="utf-8"))
+    features, settings = manifest["features"], manifest["settings"]
+    (command,) = features["slash_commands"]
+    assert command["command"] == "/mem" and command["url"] == "https://YOUR-HOST/slack/events"
+    (shortcut,) = features["shortcuts"]
+    assert (shortcut["type"], shortcut["callback_id"]) == ("message", SHORTCUT)
+    assert settings["interactivity"] == {"is_enabled": True, "request_url": "https://YOUR-HOST/slack/events"}
+    assert settings["event_subscriptions"]["request_url"] == "https://YOUR-HOST/slack/events"
+    assert {"message.channels", "message.groups", "message.im"} <= set(settings["event_subscriptions"]["bot_events"])
+    assert {"commands", "chat:write", "channels:history"} <= set(manifest["oauth_config"]["scopes"]["bot"])
+
+
+# --- text ----------------------------------------------------------------------------------------------
+
+
+def test_escape_and_unescape() -> None:
+    typed = "a <@U1> & <!channel> > b"
+    assert unescape("a &lt;@U1&gt; &amp; &lt;!channel&gt; &gt; b") == typed
+    assert escape(typed) == "a &lt;@U1&gt; &amp; &lt;!channel&gt; &gt; b"
+    assert unescape("&amp;lt;") == "&lt;"
+    assert person("slack:UALICE0001") == "<@UALICE0001>"
+    assert person("slack:<!here>") == "slack:&lt;!here&gt;"
+    assert person("<b>") == "&lt;b&gt;"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("记住：用 pnpm", "用 pnpm"),
+    ("  记一下 : 带 token", "带 token"),
+    ("请记住:SQLite", "SQLite"),
+    ("REMEMBER: caps", "caps"),
+    ("remember:\nline one\nline two", "line one\nline two"),
+    ("remember this", None),
+    ("please remember: no", None),
+    ("记住这个", None),
+])
+def test_spoken(text: str, expected: str | None) -> None:
+    assert spoken(text) == expected
+
+
+def test_parse_command() -> None:
+    assert parse_command("remember lesson: never deploy on Friday").type == "lesson"
+    assert parse_command("remember note: not a type").text == "note: not a type"
+    assert parse_command("add x").name == "remember"
+    assert parse_command("search x").name == "recall"
+    with pytest.raises(Usage, match="not a memory id"):
+        parse_command("amend 0123456789ab")
+    assert parse_command("Amend 0123456789 new text").text == "new text"
+    assert parse_command("forget ABCDEF0123").memory_id == "abcdef0123"
+    with pytest.raises(Usage, match="takes nothing"):
+        parse_command("status please")
+    assert split_type("Decision: x") == ("decision", "x")
