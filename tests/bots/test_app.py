@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 import yaml
+from click.testing import CliRunner, Result
 from slack_sdk.signature import SignatureVerifier
 
 import bots.slack
 from bots.slack import create_bolt_app
 from bots.slack.remembering import SHORTCUT
 from bots.slack.text import Usage, escape, parse_command, person, split_type, spoken, unescape
+from gitmem.cli import base, main
 from gitmem.errors import InvalidInput
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
@@ -103,20 +104,29 @@ def test_the_bot_needs_its_token_and_secret(tmp_path: Path) -> None:
 # --- gitmem slack ----------------------------------------------------------------------------------
 
 
-def run_cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("GITMEM_", "SLACK_"))}
-    return subprocess.run([sys.executable, "-m", "gitmem", *args], capture_output=True, text=True,
-                          env={**clean, "GITMEM_HOME": str(tmp_path / "home"), **env})
+@pytest.fixture
+def run_cli(tmp_path: Path) -> Iterator[Callable[..., Result]]:
+    """Run ``gitmem ARGS`` in-process with only the given GITMEM_/SLACK_ variables set."""
+
+    def run(*args: str, **env: str) -> Result:
+        base.settings.cache_clear()
+        base.service.cache_clear()
+        unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("GITMEM_", "SLACK_"))}
+        return CliRunner().invoke(main, list(args), env={**unset, "GITMEM_HOME": str(tmp_path / "home"), **env})
+
+    yield run
+    base.settings.cache_clear()
+    base.service.cache_clear()
 
 
-def test_gitmem_slack_says_which_tokens_are_missing(tmp_path: Path) -> None:
-    done = run_cli(tmp_path, "slack")
-    assert done.returncode == 2 and "SLACK_BOT_TOKEN" in done.stderr
-    done = run_cli(tmp_path, "slack", SLACK_BOT_TOKEN="xoxb-1")
-    assert done.returncode == 2 and "SLACK_APP_TOKEN" in done.stderr
-    done = run_cli(tmp_path, "slack", "--http", "0", SLACK_BOT_TOKEN="xoxb-1")
-    assert done.returncode == 2 and "SLACK_SIGNING_SECRET" in done.stderr
-    help_text = run_cli(tmp_path, "slack", "--help").stdout
+def test_gitmem_slack_says_which_tokens_are_missing(run_cli: Callable[..., Result]) -> None:
+    done = run_cli("slack")
+    assert done.exit_code == 2 and "SLACK_BOT_TOKEN" in done.output
+    done = run_cli("slack", SLACK_BOT_TOKEN="xoxb-1")
+    assert done.exit_code == 2 and "SLACK_APP_TOKEN" in done.output
+    done = run_cli("slack", "--http", "0", SLACK_BOT_TOKEN="xoxb-1")
+    assert done.exit_code == 2 and "SLACK_SIGNING_SECRET" in done.output
+    help_text = run_cli("slack", "--help").output
     assert "Socket Mode" in help_text and "--http" in help_text
 
 
