@@ -358,7 +358,10 @@ def _from_meta(meta: dict[str, Any], body: str, path: str) -> Memory:
     state = meta.get("state", "active")
     if state not in STATES:
         raise ValueError(f"'state' must be one of {', '.join(STATES)}, not {state!r}")
-    potency = float(meta.get("potency", NEW_POTENCY))
+    try:
+        potency = float(meta.get("potency", NEW_POTENCY))
+    except (TypeError, ValueError):
+        raise ValueError(f"'potency' must be a number between 0 and 1, not {meta.get('potency')!r}") from None
     if not 0.0 <= potency <= 1.0:
         raise ValueError(f"'potency' must be between 0 and 1, not {potency}")
     stamp = parse_time(meta.get("timestamp"))

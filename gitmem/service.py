@@ -27,7 +27,9 @@ from . import concepts
 from .concepts import Memory, now
 from .errors import (
     Conflict,
+    GitmemError,
     InvalidInput,
+    MalformedConcept,
     MemoryNotFound,
     NamespaceNotFound,
 )
@@ -238,10 +240,10 @@ class MemoryService:
         """One memory by id."""
         memory_id = check_id(memory_id)
         with self._using(namespace) as ns:
-            ns.synced()
+            head = ns.synced()
             memory = ns.index.get(memory_id)
-        if memory is None:
-            raise MemoryNotFound(f"no memory {memory_id} in namespace {namespace!r}")
+            if memory is None:
+                raise self._not_found(ns, head, memory_id)
         return memory
 
     def list(self, namespace: str, *, state: str | None = None, type: str | None = None,
@@ -420,11 +422,20 @@ class MemoryService:
         ns.index.sync(ns.store, head)
         indexed = ns.index.get(memory_id)
         if indexed is None:
-            raise MemoryNotFound(f"no memory {memory_id} in namespace {ns.name!r}")
+            raise self._not_found(ns, head, memory_id)
         data = ns.store.read(indexed.path, head)
         if data is None:
             raise MemoryNotFound(f"no memory {memory_id} in namespace {ns.name!r}")
         return concepts.parse(data, indexed.path)
+
+    def _not_found(self, ns: Namespace, head: pygit2.Commit, memory_id: str) -> GitmemError:
+        """MemoryNotFound, or MalformedConcept naming the file when the id is in a file that does not parse."""
+        claims = re.compile(rf"^id:[ \t]*['\"]?{memory_id}['\"]?[ \t]*$", re.MULTILINE | re.IGNORECASE)
+        for path, reason in ns.index.problems().items():
+            data = ns.store.read(path, head)
+            if data is not None and claims.search(data.decode("utf-8", "replace")):
+                return MalformedConcept(path, reason)
+        return MemoryNotFound(f"no memory {memory_id} in namespace {ns.name!r}")
 
     def _free_path(self, ns: Namespace, head: pygit2.Commit, memory_type: str, title: str, memory_id: str) -> str:
         slug = concepts.slugify(title)
@@ -437,7 +448,7 @@ class MemoryService:
         planned: list[tuple[str, Change]] = []
 
         def recorded(head: pygit2.Commit) -> Change | None:
-            change = plan(head)
+            change: Change | None = plan(head)
             planned[:] = [] if change is None else [(str(head.id), change)]
             return change
 

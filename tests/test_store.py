@@ -176,7 +176,7 @@ def test_revert_change_undoes_a_commit_or_refuses_on_conflict(store: Store) -> N
     added = write(store, {"fact/a.md": b"one\n"})
     write(store, {"fact/b.md": b"b\n"})
     tree = store.revert_change(store.commit(added), store.head())
-    assert "fact/a.md" not in store.repo[tree].peel(pygit2.Tree)["fact"].peel(pygit2.Tree)  # type: ignore[attr-defined]
+    assert "fact/a.md" not in store.repo[tree].peel(pygit2.Tree)["fact"].peel(pygit2.Tree)
     write(store, {"fact/a.md": b"two\n"})
     with pytest.raises(RevertConflict, match="fact/a.md"):
         store.revert_change(store.commit(added), store.head())

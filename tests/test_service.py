@@ -1,0 +1,740 @@
+"""The memory service against real temporary repositories, each checked with ``git fsck --strict``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from gitmem import concepts
+from gitmem.concepts import Memory
+from gitmem.errors import (
+    CommitNotFound,
+    GitmemError,
+    InvalidInput,
+    MalformedConcept,
+    MemoryNotFound,
+    NamespaceNotFound,
+    RevertConflict,
+)
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+from gitmem.store import Change
+from tests.conftest import git
+
+Fsck = Callable[[str], None]
+
+
+def repo(svc: MemoryService, namespace: str = "default") -> Path:
+    return svc.repo_path(namespace)
+
+
+def head(svc: MemoryService, namespace: str = "default") -> str:
+    return git(repo(svc, namespace), "rev-parse", "main").strip()
+
+
+def changed(svc: MemoryService, commit: str | None) -> list[str]:
+    assert commit is not None
+    out = git(repo(svc), "-c", "core.quotePath=false", "diff-tree", "--no-commit-id", "--name-only", "-r", commit)
+    return sorted(out.split("\n")[:-1])
+
+
+def trailers(svc: MemoryService, commit: str | None) -> list[str]:
+    assert commit is not None
+    out = git(repo(svc), "log", "-1", "--format=%(trailers:only,unfold)", commit)
+    return [line for line in out.splitlines() if line]
+
+
+def file_at(svc: MemoryService, path: str, rev: str = "main") -> Memory:
+    data = git(repo(svc), "show", f"{rev}:{path}").encode()
+    return concepts.parse(data, path)
+
+
+def exists(svc: MemoryService, path: str) -> bool:
+    done = subprocess.run(["git", "--git-dir", str(repo(svc)), "cat-file", "-e", f"main:{path}"],
+                          capture_output=True)
+    return done.returncode == 0
+
+
+def put(svc: MemoryService, memory: Memory, namespace: str = "default") -> None:
+    """Write a memory file directly (as an import or a hand edit would), e.g. one made long ago."""
+    ns = svc.ns(namespace)
+    ns.store.transact(lambda h: Change({memory.path: concepts.render(memory)}, "import", "import",
+                                       (memory.id,), "import", "test"))
+
+
+def aged(days: float, **fields: object) -> Memory:
+    at = concepts.now() - timedelta(days=days)
+    memory_id = concepts.new_id()
+    base = Memory(id=memory_id, type="fact", text=f"memory {memory_id}", title=f"memory {memory_id}",
+                  created=at, updated=at, path=f"fact/aged-{memory_id}.md")
+    return base.replace(**fields)
+
+
+# --- remember, show, list, recall -------------------------------------------------------------------
+
+
+def test_remember_writes_one_file_in_one_commit_with_trailers(svc: MemoryService, fsck: Fsck) -> None:
+    before = head(svc)
+    result = svc.remember("default", "Use pnpm for every JavaScript package.", type="convention",
+                          tags=["js"], paths=["web/"], author="ann")
+    assert result.outcome == "added"
+    memory = result.memory
+    assert memory is not None and concepts.is_id(memory.id)
+    assert memory.path == "convention/use-pnpm-for-every-javascript-package.md"
+    assert git(repo(svc), "rev-parse", "main~1").strip() == before
+    assert head(svc) == result.commit
+    assert changed(svc, result.commit) == [memory.path]
+    assert trailers(svc, result.commit) == [f"Memory-Id: {memory.id}", "Action: remember",
+                                            "Source: user", "Actor: ann"]
+    stored = file_at(svc, memory.path)
+    assert stored.text == "Use pnpm for every JavaScript package."
+    assert (stored.tags, stored.paths, stored.potency, stored.state) == (("js",), ("web/",), 0.8, "active")
+    assert svc.show("default", memory.id) == stored
+    fsck("default")
+
+
+def test_show_list_and_recall(svc: MemoryService, fsck: Fsck) -> None:
+    a = svc.remember("default", "Deploys happen on Tuesdays after the standup.", type="decision").memory
+    b = svc.remember("default", "Database migrations need two reviewers.", type="convention").memory
+    c = svc.remember("default", "The staging database is reset every night.", type="fact").memory
+    assert a and b and c
+    assert svc.show("default", a.id.upper()).id == a.id
+    assert {m.id for m in svc.list("default")} == {a.id, b.id, c.id}
+    assert [m.id for m in svc.list("default", type="convention")] == [b.id]
+    assert len(svc.list("default", limit=2)) == 2
+    assert len(svc.list("default", offset=2)) == 1
+    hits = svc.recall("default", "database reviewers")
+    assert hits[0].memory.id == b.id
+    assert {h.memory.id for h in hits} == {b.id, c.id}
+    assert svc.recall("default", "nothing like this at all") == []
+    fsck("default")
+
+
+def test_namespaces_are_separate_repositories(settings: Settings, fsck: Fsck) -> None:
+    svc = MemoryService(settings)
+    with pytest.raises(NamespaceNotFound, match="gitmem init --namespace team"):
+        svc.recall("team", "x")
+    svc.init("team")
+    svc.init("team")
+    svc.remember("team", "Only in team.")
+    assert svc.namespaces() == ["team"]
+    assert (settings.repos_dir / "team.git" / "HEAD").exists()
+    with pytest.raises(InvalidInput, match="invalid namespace"):
+        svc.init("../escape")
+    fsck("team")
+    svc.close()
+
+
+# --- the write gate ---------------------------------------------------------------------------------
+
+GATE = [
+    pytest.param(
+        "Always use pnpm to install JavaScript dependencies in this repo",
+        "always use PNPM to install JavaScript dependencies, in this repo!",
+        "Always use pnpm to install JavaScript dependencies in this repo too",
+        "Always use pnpm to install JavaScript dependencies in this repo, except in docs",
+        id="english",
+    ),
+    pytest.param(
+        "所有前端依赖都用 pnpm 安装，不要用 npm",
+        "所有前端依赖都用PNPM安装 不要用npm。",
+        "所有前端依赖都用 pnpm 安装，不要用 npm 或 yarn",
+        "所有前端依赖都用 pnpm 安装，不要用 npm 和 yarn",
+        id="chinese",
+    ),
+]
+
+
+@pytest.mark.parametrize("text,same,similar,correction", GATE)
+def test_write_gate(svc: MemoryService, fsck: Fsck, text: str, same: str, similar: str,
+                    correction: str) -> None:
+    first = svc.remember("default", text, type="convention", tags=["js"], paths=["web/"])
+    assert first.memory is not None
+    original = first.memory
+
+    # Normalised-identical text reinforces the existing memory: one use, no new file.
+    again = svc.remember("default", same, source="agent", tags=["deps"])
+    assert again.outcome == "reinforced" and again.similar_to == original.id
+    assert changed(svc, again.commit) == [original.path]
+    assert "Action: reinforce" in trailers(svc, again.commit)
+    stored = file_at(svc, original.path)
+    assert stored.access_count == 1 and stored.text == text
+    assert stored.tags == ("js", "deps")
+
+    # Highly similar text from an agent is merged: paths and tags unioned, potency +0.05, text kept.
+    merged = svc.remember("default", similar, source="agent", tags=["js", "tooling"],
+                          paths=["package.json"], author="bot")
+    assert merged.outcome == "merged" and merged.similar_to == original.id
+    assert changed(svc, merged.commit) == [original.path]
+    assert trailers(svc, merged.commit) == [f"Memory-Id: {original.id}", "Action: merge",
+                                            "Source: agent", "Actor: bot"]
+    after = file_at(svc, original.path)
+    assert after.text == text
+    assert after.tags == ("js", "deps", "tooling")
+    assert after.paths == ("web/", "package.json")
+    assert after.potency == pytest.approx(min(1.0, stored.potency + 0.05), abs=1e-3)
+    assert similar in git(repo(svc), "log", "-1", "--format=%b", "main"), "the merged text is in the log"
+
+    # A user's own similar statement may be a correction: it is kept as a new memory.
+    own = svc.remember("default", correction, source="user")
+    assert own.outcome == "added" and own.memory is not None
+    assert own.memory.id != original.id
+    assert len(svc.list("default")) == 2
+    fsck("default")
+
+
+def test_reinforcing_an_archived_memory_brings_it_back(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Feature flags live in flags.yaml.").memory
+    assert memory is not None
+    svc.forget("default", memory.id, reason="outdated")
+    result = svc.remember("default", "feature flags live in flags.yaml")
+    assert result.outcome == "reinforced"
+    assert svc.show("default", memory.id).state == "active"
+    assert svc.show("default", memory.id).archived_reason is None
+
+
+def test_similar_text_is_not_merged_into_an_archived_memory(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Always use pnpm to install JavaScript dependencies in this repo").memory
+    assert memory is not None
+    svc.forget("default", memory.id)
+    result = svc.remember("default", "Always use pnpm to install JavaScript dependencies in this repo too",
+                          source="agent")
+    assert result.outcome == "added"
+
+
+# --- amend, forget, history ---------------------------------------------------------------------------
+
+
+def test_amend(svc: MemoryService, fsck: Fsck) -> None:
+    memory = svc.remember("default", "Run tests with pytest -x.", tags=["py"]).memory
+    assert memory is not None
+    result = svc.amend("default", memory.id, text="Run tests with pytest -q.", tags=["py", "ci"], actor="bo",
+                       reason="quieter output")
+    assert result.outcome == "amended" and result.memory is not None
+    assert changed(svc, result.commit) == [memory.path]
+    assert trailers(svc, result.commit) == [f"Memory-Id: {memory.id}", "Action: amend", "Source: user",
+                                            "Actor: bo"]
+    assert "quieter output" in git(repo(svc), "log", "-1", "--format=%b", "main")
+    stored = file_at(svc, memory.path)
+    assert stored.text == "Run tests with pytest -q."
+    assert stored.title == "Run tests with pytest -q.", "a title made from the text follows the text"
+    assert stored.tags == ("py", "ci")
+    assert stored.created == memory.created and stored.id == memory.id
+
+    before = head(svc)
+    same = svc.amend("default", memory.id, text="Run tests with pytest -q.")
+    assert same.outcome == "unchanged" and same.commit is None
+    assert head(svc) == before
+    with pytest.raises(InvalidInput, match="nothing to amend"):
+        svc.amend("default", memory.id)
+    fsck("default")
+
+
+def test_amending_the_type_moves_the_file_in_one_commit(svc: MemoryService, fsck: Fsck) -> None:
+    memory = svc.remember("default", "Never deploy on Fridays.", type="fact").memory
+    assert memory is not None
+    result = svc.amend("default", memory.id, type="lesson")
+    assert result.memory is not None
+    assert result.memory.path == "lesson/never-deploy-on-fridays.md"
+    assert changed(svc, result.commit) == ["fact/never-deploy-on-fridays.md", "lesson/never-deploy-on-fridays.md"]
+    assert not exists(svc, memory.path)
+    assert file_at(svc, result.memory.path).type == "lesson"
+    assert svc.show("default", memory.id).path == result.memory.path
+    assert [m.id for m in svc.list("default", type="lesson")] == [memory.id]
+    assert svc.list("default", type="fact") == []
+    fsck("default")
+
+
+def test_forget_archives_and_purge_deletes(svc: MemoryService, fsck: Fsck) -> None:
+    memory = svc.remember("default", "Use black for formatting.").memory
+    assert memory is not None
+    archived = svc.forget("default", memory.id, reason="we moved to ruff format", actor="cy")
+    assert archived.outcome == "archived"
+    assert changed(svc, archived.commit) == [memory.path]
+    assert "Action: forget" in trailers(svc, archived.commit)
+    stored = file_at(svc, memory.path)
+    assert stored.state == "archived" and stored.archived_reason == "we moved to ruff format"
+    assert svc.recall("default", "black formatting") == []
+    assert svc.recall("default", "black formatting", include_archived=True)[0].memory.id == memory.id
+    again = svc.forget("default", memory.id)
+    assert again.outcome == "unchanged" and again.commit is None
+
+    purged = svc.forget("default", memory.id, purge=True)
+    assert purged.outcome == "purged"
+    assert changed(svc, purged.commit) == [memory.path]
+    assert not exists(svc, memory.path)
+    with pytest.raises(MemoryNotFound):
+        svc.show("default", memory.id)
+    assert [c.action for c in svc.history("default", memory.id)] == ["forget", "forget", "remember"]
+    fsck("default")
+
+
+def test_history_lists_the_commits_of_one_memory_newest_first(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Cache keys include the locale.").memory
+    other = svc.remember("default", "Logs are kept for 30 days.").memory
+    assert memory and other
+    svc.amend("default", memory.id, tags=["cache"])
+    svc.feedback("default", memory.id, "confirm", actor="dee")
+    history = svc.history("default", memory.id)
+    assert [c.action for c in history] == ["confirm", "amend", "remember"]
+    assert history[0].actor == "dee"
+    assert all(memory.id in c.memory_ids for c in history)
+    with pytest.raises(MemoryNotFound):
+        svc.history("default", "0123456789")
+
+
+# --- revert and restore -----------------------------------------------------------------------------
+
+
+def test_revert_undoes_one_commit(svc: MemoryService, fsck: Fsck) -> None:
+    memory = svc.remember("default", "Services talk over gRPC.").memory
+    assert memory is not None
+    amended = svc.amend("default", memory.id, text="Services talk over HTTP/JSON.")
+    reverted = svc.revert("default", str(amended.commit), actor="eve")
+    assert reverted.outcome == "reverted"
+    assert changed(svc, reverted.commit) == [memory.path]
+    assert trailers(svc, reverted.commit)[-2:] == ["Actor: eve", f"Reverts: {amended.commit}"]
+    assert svc.show("default", memory.id).text == "Services talk over gRPC."
+
+    added = svc.remember("default", "Every service has a runbook.").memory
+    assert added is not None
+    first = svc.history("default", added.id)[0].id
+    svc.revert("default", first[:12])
+    with pytest.raises(MemoryNotFound):
+        svc.show("default", added.id)
+    fsck("default")
+
+
+def test_a_conflicting_revert_changes_nothing(svc: MemoryService, fsck: Fsck) -> None:
+    memory = svc.remember("default", "Use Postgres 15.").memory
+    assert memory is not None
+    first = svc.amend("default", memory.id, text="Use Postgres 16.")
+    svc.amend("default", memory.id, text="Use Postgres 17.")
+    before = head(svc)
+    with pytest.raises(RevertConflict, match=memory.path):
+        svc.revert("default", str(first.commit))
+    assert head(svc) == before
+    assert svc.show("default", memory.id).text == "Use Postgres 17."
+    fsck("default")
+
+
+def test_reverting_twice_changes_nothing_the_second_time(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Tabs, not spaces, in Makefiles.").memory
+    assert memory is not None
+    amended = svc.amend("default", memory.id, tags=["make"])
+    svc.revert("default", str(amended.commit))
+    before = head(svc)
+    again = svc.revert("default", str(amended.commit))
+    assert again.outcome == "unchanged" and again.commit is None
+    assert head(svc) == before
+
+
+def test_only_commits_of_main_can_be_reverted(svc: MemoryService) -> None:
+    ns = svc.ns("default")
+    side = ns.store.write_commit(ns.store.head(), Change({"fact/x.md": b"x"}, "side", "remember"))
+    ns.store.move_ref("refs/heads/side", side, None, "side branch")
+    before = head(svc)
+    with pytest.raises(InvalidInput, match="not on main"):
+        svc.revert("default", str(side))
+    assert head(svc) == before
+
+
+def test_restore_brings_back_an_earlier_version(svc: MemoryService, fsck: Fsck) -> None:
+    memory = svc.remember("default", "Release notes go in CHANGELOG.md.", tags=["docs"]).memory
+    assert memory is not None
+    v1 = head(svc)
+    svc.amend("default", memory.id, text="Release notes go in the wiki.", tags=["wiki"])
+    svc.recall("default", "release notes")
+    svc.fold_usage("default")
+    used = svc.show("default", memory.id)
+    assert used.access_count == 1
+
+    restored = svc.restore("default", memory.id, v1, actor="fay")
+    assert restored.outcome == "restored"
+    assert changed(svc, restored.commit) == [memory.path]
+    assert f"Restored-From: {v1}" in trailers(svc, restored.commit)
+    now = svc.show("default", memory.id)
+    assert (now.text, now.tags) == ("Release notes go in CHANGELOG.md.", ("docs",))
+    assert now.access_count == 1 and now.potency == used.potency, "usage figures stay current"
+    assert svc.restore("default", memory.id, v1).outcome == "unchanged"
+
+    svc.forget("default", memory.id, purge=True)
+    back = svc.restore("default", memory.id, v1)
+    assert back.outcome == "restored"
+    assert svc.show("default", memory.id).text == "Release notes go in CHANGELOG.md."
+    first = git(repo(svc), "rev-list", "--max-parents=0", "main").strip()
+    with pytest.raises(MemoryNotFound, match="did not exist"):
+        svc.restore("default", memory.id, first)
+    fsck("default")
+
+
+# --- status, usage and potency ------------------------------------------------------------------------
+
+
+def test_status_counts_by_state_type_and_tier(svc: MemoryService) -> None:
+    a = svc.remember("default", "Prefer small pull requests.", type="preference").memory
+    svc.remember("default", "Staging mirrors production data weekly.", type="fact")
+    assert a is not None
+    svc.forget("default", a.id)
+    put(svc, aged(50))
+    status = svc.status("default")
+    assert status["head"] == head(svc)
+    assert status["total"] == 3
+    assert status["by_state"] == {"active": 2, "pending": 0, "archived": 1}
+    assert status["by_type"]["preference"] == 1 and status["by_type"]["fact"] == 2
+    assert status["by_tier"] == {"active": 1, "low": 0, "archived": 1}
+    assert status["malformed"] == {}
+
+
+def test_recall_records_usage_without_a_commit_and_folds_it_later(svc: MemoryService, fsck: Fsck) -> None:
+    a = svc.remember("default", "Feature branches are rebased before merging.").memory
+    b = svc.remember("default", "Merging needs a green pipeline.").memory
+    c = svc.remember("default", "Unrelated: lunch is at noon.").memory
+    assert a and b and c
+    before = head(svc)
+    hits = svc.recall("default", "merging branches")
+    assert {h.memory.id for h in hits} == {a.id, b.id}
+    svc.recall("default", "rebased feature branches")
+    assert head(svc) == before, "a read costs no commit"
+    assert svc.status("default")["pending_uses"] == 3
+    again = {h.memory.id: h.potency for h in svc.recall("default", "merging", record=False)}
+    assert again[b.id] == pytest.approx(1.0), "pending uses count before they are folded"
+
+    commit = svc.fold_usage("default", actor="cron")
+    assert commit == head(svc)
+    assert git(repo(svc), "rev-list", "--count", f"{before}..main").strip() == "1"
+    assert changed(svc, commit) == sorted([a.path, b.path])
+    assert "Action: usage" in trailers(svc, commit)
+    assert file_at(svc, a.path).access_count == 2
+    assert file_at(svc, b.path).access_count == 1
+    assert file_at(svc, b.path).potency == pytest.approx(1.0)
+    assert file_at(svc, c.path).access_count == 0
+    assert svc.status("default")["pending_uses"] == 0
+    assert svc.fold_usage("default") is None
+    fsck("default")
+
+
+def test_losing_the_usage_log_loses_no_memory(svc: MemoryService, settings: Settings) -> None:
+    memory = svc.remember("default", "Secrets live in the vault.").memory
+    assert memory is not None
+    svc.recall("default", "vault secrets")
+    svc.close()
+    (settings.state_dir / "default" / "usage.sqlite").unlink()
+    fresh = MemoryService(settings)
+    assert fresh.show("default", memory.id).text == "Secrets live in the vault."
+    assert fresh.fold_usage("default") is None
+    fresh.close()
+
+
+def test_potency_decays_lazily_and_old_memories_stop_being_recalled(svc: MemoryService) -> None:
+    week = aged(7, text="Week-old note about the release train.")
+    old = aged(60, text="Old note about the release train.")
+    tenured = aged(60, text="Tenured note about the release train.", tenured=True)
+    for memory in (week, old, tenured):
+        put(svc, memory)
+    before = head(svc)
+    hits = {h.memory.id: h for h in svc.recall("default", "release train", record=False)}
+    assert set(hits) == {week.id, tenured.id}, "below 0.10 a memory is never recalled"
+    assert hits[week.id].potency == pytest.approx(0.8 * 0.95**7, rel=1e-3)
+    assert hits[tenured.id].potency == pytest.approx(concepts.ACTIVE_FLOOR)
+    again = {h.memory.id: h.potency for h in svc.recall("default", "release train", record=False)}
+    assert again[week.id] == pytest.approx(hits[week.id].potency, rel=1e-4)
+    assert file_at(svc, week.path).potency == 0.8, "decay is never written back by a read"
+    assert head(svc) == before
+    assert svc.recall("default", "release train", include_archived=True, record=False)
+
+
+def test_a_use_revives_a_fading_memory_by_0_3(svc: MemoryService) -> None:
+    fading = aged(30, text="Fading note on cache invalidation.")
+    put(svc, fading)
+    expected = 0.8 * 0.95**30 + 0.3
+    svc.recall("default", "cache invalidation")
+    svc.fold_usage("default")
+    assert file_at(svc, fading.path).potency == pytest.approx(expected, abs=2e-3)
+    assert file_at(svc, fading.path).last_used is not None
+
+
+# --- recall ranking ---------------------------------------------------------------------------------------
+
+
+def test_recall_ranks_memories_about_the_callers_file_first(svc: MemoryService) -> None:
+    general = svc.remember("default", "Validate input at the API boundary.").memory
+    specific = svc.remember("default", "Validate input with pydantic models in every handler module.",
+                                paths=["api/*.py"]).memory
+    folder = svc.remember("default", "Web handlers never touch the database.", paths=["web/"]).memory
+    assert general and specific and folder
+    plain = [h.memory.id for h in svc.recall("default", "validate input", record=False)]
+    assert plain[0] == general.id
+    ranked = svc.recall("default", "validate input", path="api/users.py", record=False)
+    assert ranked[0].memory.id == specific.id and ranked[0].path_match
+    by_file = svc.recall("default", path="web/views/home.py", record=False)
+    assert [h.memory.id for h in by_file] == [folder.id]
+
+
+def test_archived_memories_are_never_recalled(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Use the legacy billing API.").memory
+    assert memory is not None
+    svc.forget("default", memory.id)
+    assert svc.recall("default", "Use the legacy billing API.") == []
+    assert svc.recall("default", path="billing.py") == []
+    assert svc.recall("default") == []
+
+
+def test_recall_without_query_returns_the_strongest(svc: MemoryService) -> None:
+    weak = aged(20, text="A weaker memory.")
+    put(svc, weak)
+    strong = svc.remember("default", "A fresh memory.").memory
+    assert strong is not None
+    assert [h.memory.id for h in svc.recall("default", record=False)] == [strong.id, weak.id]
+
+
+def test_the_index_is_derived_delete_it_and_nothing_is_lost(svc: MemoryService, settings: Settings) -> None:
+    for i in range(5):
+        svc.remember("default", f"Statement {i}: the index rebuilds from git.", type=concepts.TYPES[i])
+    memory = svc.list("default")[0]
+    svc.amend("default", memory.id, type="idea")
+    svc.forget("default", svc.list("default")[1].id)
+    before = [(m.id, m.path, m.state, m.text) for m in svc.list("default")]
+    svc.close()
+    shutil.rmtree(settings.state_dir)
+    fresh = MemoryService(settings)
+    assert [(m.id, m.path, m.state, m.text) for m in fresh.list("default")] == before
+    assert fresh.recall("default", "index rebuilds")
+    fresh.close()
+
+
+# --- feedback, export, context ---------------------------------------------------------------------------
+
+
+def test_feedback_confirm_reject_discuss(svc: MemoryService, fsck: Fsck) -> None:
+    memory = svc.remember("default", "Use UTC in every timestamp.", state="pending").memory
+    assert memory is not None
+    confirmed = svc.feedback("default", memory.id, "confirm", actor="gus")
+    assert confirmed.memory.state == "active"
+    assert confirmed.memory.verified == ("gus",)
+    assert changed(svc, confirmed.commit) == [memory.path]
+    assert trailers(svc, confirmed.commit) == [f"Memory-Id: {memory.id}", "Action: confirm", "Actor: gus"]
+    assert file_at(svc, memory.path).access_count == 1
+
+    discussed = svc.feedback("default", memory.id, "discuss", actor="hal", text="Even in logs?")
+    thread = f".gitmem/discussions/{memory.id}.jsonl"
+    assert changed(svc, discussed.commit) == [thread]
+    svc.feedback("default", memory.id, "discuss", actor="gus", text="Yes, 也包括日志。")
+    comments = svc.discussion("default", memory.id)
+    assert [(c.actor, c.text) for c in comments] == [("hal", "Even in logs?"), ("gus", "Yes, 也包括日志。")]
+
+    rejected = svc.feedback("default", memory.id, "reject", actor="ivy", text="superseded")
+    assert rejected.memory.state == "archived"
+    assert "Action: reject" in trailers(svc, rejected.commit)
+    with pytest.raises(InvalidInput, match="unknown feedback action"):
+        svc.feedback("default", memory.id, "like", actor="ivy")
+    with pytest.raises(InvalidInput, match="actor is empty"):
+        svc.feedback("default", memory.id, "confirm", actor="  ")
+    with pytest.raises(InvalidInput, match="discussion text is empty"):
+        svc.feedback("default", memory.id, "discuss", actor="ivy", text=" ")
+    fsck("default")
+
+
+def test_exports(svc: MemoryService, tmp_path: Path) -> None:
+    a = svc.remember("default", "Use pnpm.", type="convention", paths=["web/"]).memory
+    b = svc.remember("default", "数据库迁移需要两位同事审核", type="decision").memory
+    c = svc.remember("default", "Old and archived.").memory
+    assert a and b and c
+    svc.forget("default", c.id)
+
+    index = svc.export("default", "memory-md")
+    assert index.startswith("# Team memory: default")
+    assert "## Convention" in index and "**Use pnpm.** (files: web/)" in index
+    assert "数据库迁移需要两位同事审核" in index
+    assert "Old and archived." not in index
+
+    data = json.loads(svc.export("default", "json"))
+    assert {m["id"] for m in data} == {a.id, b.id, c.id}
+    assert all("effective_potency" in m for m in data)
+
+    dest = tmp_path / "okf"
+    assert svc.export("default", "okf", dest) == str(dest)
+    assert (dest / a.path).read_bytes() == git(repo(svc), "show", f"main:{a.path}").encode()
+    assert (dest / b.path).exists() and (dest / c.path).exists()
+    okf_index = (dest / "index.md").read_text(encoding="utf-8")
+    assert okf_index.startswith("---\nokf_version: \"0.1\"")
+    assert f"(/{c.path}) (archived)" in okf_index
+    with pytest.raises(InvalidInput, match="not empty"):
+        svc.export("default", "okf", dest)
+    with pytest.raises(InvalidInput, match="needs a destination"):
+        svc.export("default", "okf")
+    with pytest.raises(InvalidInput, match="unknown export format"):
+        svc.export("default", "xml")
+
+
+def test_context_puts_the_memories_about_the_files_first(svc: MemoryService) -> None:
+    about = svc.remember("default", "Handlers in api/ return problem+json errors.", paths=["api/"]).memory
+    other = svc.remember("default", "Commit messages use the imperative mood.").memory
+    assert about and other
+    block = svc.context("default", ["api/users.py"])
+    assert block.startswith("## Team memory (default)\nFor: api/users.py")
+    assert block.index(about.id) < block.index(other.id)
+    assert "(about api/)" in block
+    assert svc.status("default")["pending_uses"] == 2
+    empty = MemoryService(svc.settings)
+    empty.init("empty")
+    assert "(no memories yet)" in empty.context("empty", ["x.py"])
+    empty.close()
+
+
+# --- files pushed by hand, slugs ---------------------------------------------------------------------------
+
+
+def push_by_hand(svc: MemoryService, tmp_path: Path, files: dict[str, str]) -> None:
+    work = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(repo(svc)), str(work)], check=True)
+    for path, text in files.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(text, encoding="utf-8")
+    author = ["-c", "user.name=Hand", "-c", "user.email=hand@example.com"]
+    subprocess.run(["git", "-C", str(work), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(work), *author, "commit", "-q", "-m", "edit by hand"], check=True)
+    subprocess.run(["git", "-C", str(work), "push", "-q", "origin", "main"], check=True, capture_output=True)
+
+
+def test_a_malformed_file_pushed_by_hand_breaks_nothing_else(svc: MemoryService, tmp_path: Path,
+                                                             fsck: Fsck) -> None:
+    good = svc.remember("default", "Good memory about queues.").memory
+    victim = svc.remember("default", "This one gets broken by hand.").memory
+    assert good and victim
+    broken_text = git(repo(svc), "show", f"main:{victim.path}").replace("potency: 0.8", "potency: high")
+    push_by_hand(svc, tmp_path, {
+        victim.path: broken_text,
+        "fact/no-frontmatter.md": "Someone forgot the frontmatter.\n",
+        "lesson/hand-written.md": (f"---\ntype: lesson\nid: abcdef0123\ncreated: {concepts.iso(concepts.now())}\n"
+                                   "---\nWrite tests for queues.\n"),
+    })
+    status = svc.status("default")
+    assert set(status["malformed"]) == {victim.path, "fact/no-frontmatter.md"}
+    assert "no YAML frontmatter" in status["malformed"]["fact/no-frontmatter.md"]
+    assert status["total"] == 2
+
+    with pytest.raises(MalformedConcept, match=f"^{victim.path}: .*potency"):
+        svc.show("default", victim.id)
+    with pytest.raises(MalformedConcept, match=victim.path):
+        svc.forget("default", victim.id)
+    assert svc.show("default", good.id).text == "Good memory about queues."
+    assert {h.memory.id for h in svc.recall("default", "queues")} == {good.id, "abcdef0123"}
+    assert svc.remember("default", "New memories still work.").outcome == "added"
+    json.loads(svc.export("default", "json"))
+    fsck("default")
+
+
+@pytest.mark.xfail(strict=True, reason="a file without dates is taken as created in 1970: fully decayed")
+def test_a_hand_written_memory_without_dates_is_recalled(svc: MemoryService, tmp_path: Path) -> None:
+    push_by_hand(svc, tmp_path, {"lesson/no-dates.md": "---\ntype: lesson\nid: abcdef0123\n---\nPin queues.\n"})
+    assert svc.show("default", "abcdef0123").text == "Pin queues."
+    assert [h.memory.id for h in svc.recall("default", "pin queues")] == ["abcdef0123"]
+
+
+@pytest.mark.parametrize("title,path", [
+    ("数据库迁移规范", "decision/数据库迁移规范.md"),
+    ("Use PNPM, not NPM!", "decision/use-pnpm-not-npm.md"),
+    (None, "decision/etc-passwd.md"),
+])
+def test_slugs(svc: MemoryService, title: str | None, path: str, fsck: Fsck) -> None:
+    text = "../../etc/passwd" if title is None else f"About {title}"
+    memory = svc.remember("default", text, type="decision", title=title).memory
+    assert memory is not None and memory.path == path
+    assert exists(svc, path)
+    assert git(repo(svc), "ls-tree", "--name-only", "main").split() == ["README.md", "decision"]
+    fsck("default")
+
+
+def test_slug_collisions_are_never_silent(svc: MemoryService, fsck: Fsck) -> None:
+    first = svc.remember("default", "First statement.", title="Code review").memory
+    second = svc.remember("default", "Second statement.", title="code REVIEW!").memory
+    third = svc.remember("default", "Third statement.", title="Code review").memory
+    assert first and second and third
+    assert first.path == "fact/code-review.md"
+    assert second.path == f"fact/code-review-{second.id}.md"
+    assert third.path == f"fact/code-review-{third.id}.md"
+    for memory in (first, second, third):
+        assert file_at(svc, memory.path).text == memory.text
+    fsck("default")
+
+
+# --- bad input ------------------------------------------------------------------------------------------
+
+UNKNOWN = "0123456789"
+BAD_INPUT: list[tuple[str, Callable[[MemoryService, str], object], type[GitmemError], str]] = [
+    ("empty text", lambda s, i: s.remember("default", ""), InvalidInput, "text is empty"),
+    ("whitespace text", lambda s, i: s.remember("default", " \n\t "), InvalidInput, "text is empty"),
+    ("text over the limit", lambda s, i: s.remember("default", "x" * (s.settings.max_text_chars + 1)),
+     InvalidInput, f"the limit is {Settings().max_text_chars}"),
+    ("unknown type", lambda s, i: s.remember("default", "x", type="rumour"), InvalidInput, "unknown type"),
+    ("unknown source", lambda s, i: s.remember("default", "x", source="gossip"), InvalidInput,
+     "unknown source"),
+    ("path-like title", lambda s, i: s.remember("default", "x", title="../../etc/passwd"), InvalidInput,
+     "looks like a file path"),
+    ("NUL in title", lambda s, i: s.remember("default", "x", title="a\x00b"), InvalidInput, "NUL"),
+    ("NUL in text", lambda s, i: s.remember("default", "a\x00b"), InvalidInput, "NUL"),
+    ("surrogate-escaped text", lambda s, i: s.remember("default", b"caf\xe9".decode("utf-8", "surrogateescape")),
+     InvalidInput, "not valid UTF-8"),
+    ("invalid UTF-8 bytes", lambda s, i: s.remember("default", b"caf\xe9"), InvalidInput,  # type: ignore[arg-type]
+     "not valid UTF-8"),
+    ("surrogate in a tag", lambda s, i: s.remember("default", "x", tags=["a\udcff"]), InvalidInput, "tag"),
+    ("unknown id: show", lambda s, i: s.show("default", UNKNOWN), MemoryNotFound, f"no memory {UNKNOWN}"),
+    ("unknown id: amend", lambda s, i: s.amend("default", UNKNOWN, text="x"), MemoryNotFound, UNKNOWN),
+    ("unknown id: forget", lambda s, i: s.forget("default", UNKNOWN), MemoryNotFound, UNKNOWN),
+    ("unknown id: confirm", lambda s, i: s.feedback("default", UNKNOWN, "confirm", actor="a"), MemoryNotFound,
+     UNKNOWN),
+    ("malformed id", lambda s, i: s.show("default", "../etc"), InvalidInput, "is not a memory id"),
+    ("malformed id: forget", lambda s, i: s.forget("default", "xyz"), InvalidInput, "is not a memory id"),
+    ("amend to unknown type", lambda s, i: s.amend("default", i, type="rumour"), InvalidInput, "unknown type"),
+    ("amend to empty text", lambda s, i: s.amend("default", i, text="  "), InvalidInput, "text is empty"),
+    ("amend to path-like title", lambda s, i: s.amend("default", i, title="../x"), InvalidInput, "file path"),
+    ("revert: unknown commit", lambda s, i: s.revert("default", "deadbeefdeadbeef"), CommitNotFound,
+     "no commit deadbeefdeadbeef"),
+    ("revert: not a commit id", lambda s, i: s.revert("default", "main~1"), InvalidInput, "not a commit id"),
+    ("restore: unknown commit", lambda s, i: s.restore("default", i, "abcdef12"), CommitNotFound, "abcdef12"),
+    ("unknown namespace", lambda s, i: s.remember("nowhere", "x"), NamespaceNotFound, "does not exist"),
+    ("unknown state", lambda s, i: s.list("default", state="lost"), InvalidInput, "unknown state"),
+    ("bad limit", lambda s, i: s.recall("default", "x", limit=0), InvalidInput, "limit"),
+    ("query over the limit", lambda s, i: s.recall("default", "q" * 5000), InvalidInput, "limit"),
+]
+
+
+@pytest.mark.parametrize("case", BAD_INPUT, ids=[c[0] for c in BAD_INPUT])
+def test_bad_input_is_refused_with_a_clear_error_and_changes_nothing(
+    svc: MemoryService, fsck: Fsck,
+    case: tuple[str, Callable[[MemoryService, str], object], type[GitmemError], str],
+) -> None:
+    _, call, error, message = case
+    memory = svc.remember("default", "An existing memory.").memory
+    assert memory is not None
+    before = head(svc)
+    files = git(repo(svc), "ls-tree", "-r", "main")
+    with pytest.raises(error) as caught:
+        call(svc, memory.id)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value), "one line"
+    assert head(svc) == before
+    assert git(repo(svc), "ls-tree", "-r", "main") == files
+    fsck("default")
+
+
+def test_every_commit_is_linear_and_logged(svc: MemoryService, fsck: Fsck) -> None:
+    memory = svc.remember("default", "Keep history linear.").memory
+    assert memory is not None
+    svc.amend("default", memory.id, tags=["git"])
+    svc.recall("default", "history")
+    svc.fold_usage("default")
+    svc.forget("default", memory.id)
+    commits = git(repo(svc), "rev-list", "--parents", "main").strip().splitlines()
+    assert [len(c.split()) for c in commits] == [2, 2, 2, 2, 1]
+    assert len(git(repo(svc), "reflog", "show", "main").strip().splitlines()) == len(commits)
+    actions = [c.action for c in svc.log("default", limit=10)]
+    assert actions == ["forget", "usage", "amend", "remember", "init"]
+    fsck("default")
