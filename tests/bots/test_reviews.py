@@ -222,3 +222,16 @@ def test_the_notifier_logs_slack_failures_instead_of_raising(
                                        "review": {"number": 1}, "merges": []})
     assert "channel_not_found" in caplog.text
     assert CHANNEL not in caplog.text
+
+
+def test_approving_a_stale_review_explains_and_marks_the_message(
+        slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    message = run_consolidation(slack)
+    svc.amend("default", related[0], text="the deploy script reads the token from the vault", actor="someone")
+    head = slack.commits()[0].id
+    slack.press(message, "gitmem_review_approve", user=REVIEWER)
+    assert "is stale" in slack.last("chat.postEphemeral").text
+    assert svc.reviews.get("default", 1).status == "stale"
+    assert slack.commits()[0].id == head
+    update = slack.last("chat.update")
+    assert update.args["ts"] == message.response["ts"] and "Stale" in update.text
