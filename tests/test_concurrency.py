@@ -1,0 +1,92 @@
+"""Many processes writing one namespace at once, each with its own MemoryService."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+from tests.conftest import git
+
+PROCESSES = 4
+WRITES = 100
+
+
+def write_distinct(home: str, worker: int, count: int) -> list[tuple[str, str]]:
+    """Remember ``count`` new statements; return (id, outcome) of each."""
+    service = MemoryService(Settings(home=Path(home)))
+    try:
+        out = []
+        for i in range(count):
+            result = service.remember("default", f"Worker {worker} wrote statement number {i}.",
+                                      type="fact", author=f"worker-{worker}")
+            assert result.memory is not None
+            out.append((result.memory.id, result.outcome))
+        return out
+    finally:
+        service.close()
+
+
+def write_same(home: str, worker: int, count: int) -> list[tuple[str, str]]:
+    """Remember the same ``count`` statements as every other worker, in a worker-specific order."""
+    service = MemoryService(Settings(home=Path(home)))
+    order = list(range(count))
+    order = order[worker:] + order[:worker]
+    try:
+        out = []
+        for i in order:
+            result = service.remember("default", f"Shared statement number {i} for everyone.",
+                                      source="agent", author=f"worker-{worker}")
+            assert result.memory is not None
+            out.append((result.memory.id, result.outcome))
+        return out
+    finally:
+        service.close()
+
+
+def run(target: Callable[[str, int, int], list[tuple[str, str]]], home: Path, count: int) -> list[tuple[str, str]]:
+    # spawn: a fresh interpreter per worker, no inherited pygit2 or SQLite handles.
+    with multiprocessing.get_context("spawn").Pool(PROCESSES) as pool:
+        results = pool.starmap(target, [(str(home), w, count) for w in range(PROCESSES)])
+    return [item for chunk in results for item in chunk]
+
+
+def assert_linear(repo: Path, commits: int) -> None:
+    lines = git(repo, "rev-list", "--parents", "main").strip().splitlines()
+    assert len(lines) == commits
+    assert [len(line.split()) for line in lines] == [2] * (commits - 1) + [1], "each commit has one parent"
+    assert len(git(repo, "reflog", "show", "main").strip().splitlines()) == commits
+
+
+def test_four_processes_writing_at_once_lose_nothing(settings: Settings, svc: MemoryService,
+                                                     fsck: Callable[[str], None]) -> None:
+    written = run(write_distinct, settings.home, WRITES)
+    assert len(written) == PROCESSES * WRITES
+    assert {outcome for _, outcome in written} == {"added"}
+    ids = {memory_id for memory_id, _ in written}
+    assert len(ids) == PROCESSES * WRITES
+    stored = svc.list("default", limit=1000)
+    assert {m.id for m in stored} == ids, "every write is present"
+    assert {m.text for m in stored} == {f"Worker {w} wrote statement number {i}."
+                                        for w in range(PROCESSES) for i in range(WRITES)}
+    repo = settings.repos_dir / "default.git"
+    assert_linear(repo, PROCESSES * WRITES + 1)
+    files = git(repo, "ls-tree", "-r", "--name-only", "main").split()
+    assert len(files) == PROCESSES * WRITES + 1
+    fsck("default")
+
+
+def test_the_same_statement_from_four_processes_is_stored_once(settings: Settings, svc: MemoryService,
+                                                               fsck: Callable[[str], None]) -> None:
+    count = 25
+    written = run(write_same, settings.home, count)
+    outcomes = Counter(outcome for _, outcome in written)
+    assert outcomes == {"added": count, "reinforced": count * (PROCESSES - 1)}
+    stored = svc.list("default", limit=1000)
+    assert len(stored) == count, "no duplicates"
+    assert all(m.access_count == PROCESSES - 1 for m in stored), "no reinforcement lost"
+    assert_linear(settings.repos_dir / "default.git", count * PROCESSES + 1)
+    fsck("default")
