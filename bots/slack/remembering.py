@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import Ack, App, BoltRequest
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
@@ -29,7 +29,9 @@ def register(app: App, bot: Bot) -> None:
     def just_ack(ack: Ack) -> None:
         ack()
 
-    def on_message(event: dict[str, Any], client: WebClient) -> None:
+    def on_message(event: dict[str, Any], client: WebClient, request: BoltRequest) -> None:
+        if request.headers.get("x-slack-retry-reason", [""])[0] == "http_timeout":
+            return  # acknowledged at once, so this one is being handled already
         if event.get("subtype") not in TALK_SUBTYPES or event.get("bot_id") or not event.get("user"):
             return
         text = spoken(unescape(event.get("text") or ""))

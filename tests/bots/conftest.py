@@ -94,9 +94,9 @@ class Slack:
     _n: Iterator[int] = field(default_factory=lambda: count(1))
 
     def post(self, body: str, content_type: str, *, timestamp: int | None = None,
-             secret: str = SECRET, sign: bool = True) -> Any:
+             secret: str = SECRET, sign: bool = True, headers: dict[str, str] | None = None) -> Any:
         stamp = str(int(time.time()) if timestamp is None else timestamp)
-        headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": stamp}
+        headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": stamp, **(headers or {})}
         if sign:
             headers["X-Slack-Signature"] = SignatureVerifier(secret).generate_signature(timestamp=stamp, body=body)
         response = self.client.post("/slack/events", data=body.encode("utf-8"), headers=headers)

@@ -63,6 +63,15 @@ def test_other_messages_change_nothing(slack: Slack, event: dict[str, str]) -> N
     assert not slack.calls("chat.postMessage", "chat.postEphemeral")
 
 
+def test_a_retry_after_a_timeout_is_not_remembered_twice(slack: Slack) -> None:
+    before = len(slack.commits())
+    event = {"type": "message", "channel": CHANNEL, "user": ALICE, "text": "remember: once", "ts": "1699999999.5"}
+    slack.event(event, headers={"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"})
+    assert len(slack.commits()) == before
+    slack.event(event)
+    assert len(slack.commits()) == before + 1
+
+
 def test_an_empty_spoken_command_says_what_to_type(slack: Slack) -> None:
     before = len(slack.commits())
     slack.message("记住：   ", user=BOB)
