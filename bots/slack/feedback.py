@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from slack_bolt import Ack, App
@@ -97,7 +98,7 @@ def register(app: App, bot: Bot) -> None:
         notice = notice_for("confirm", user)
         bot.update(client, target, bot.render_cards(cards, {memory_id: notice}), notice)
 
-    def opener(action: str) -> Any:
+    def opener(action: str) -> Callable[..., None]:
         def open_modal(body: dict[str, Any], client: WebClient) -> None:
             cards, memory_id = Cards.parse(body["actions"][0]["value"])
             user = body["user"]["id"]
@@ -119,7 +120,7 @@ def register(app: App, bot: Bot) -> None:
         open_modal.__name__ = f"open_{action}_modal"
         return open_modal
 
-    def check_text(action: str) -> Any:
+    def check_text(action: str) -> Callable[..., None]:
         def ack_text(ack: Ack, view: dict[str, Any]) -> None:
             if not submitted_text(view):
                 ack(response_action="errors", errors={INPUT_BLOCK: MODALS[action]["hint"]})
@@ -129,7 +130,7 @@ def register(app: App, bot: Bot) -> None:
         ack_text.__name__ = f"ack_{action}_text"
         return ack_text
 
-    def submitter(action: str) -> Any:
+    def submitter(action: str) -> Callable[..., None]:
         def submit(body: dict[str, Any], view: dict[str, Any], client: WebClient) -> None:
             text = submitted_text(view)
             if not text:
