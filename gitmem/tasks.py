@@ -218,6 +218,7 @@ def install_trigger(service: MemoryService,
             return
         write_state(service, namespace, last_enqueued=concepts.iso(concepts.now()))
         task_id = send(service.settings, namespace)
+        write_state(service, namespace, last_task=task_id)
         log.info("consolidation of %s enqueued as %s", namespace, task_id)
 
     service.write_listeners.append(trigger)

@@ -100,7 +100,11 @@ def test_partial_approval_merges_only_the_chosen_commits(svc: MemoryService) -> 
 def test_approval_after_main_changed_the_same_memory_marks_the_review_stale(svc: MemoryService) -> None:
     number = three_merges(svc)
     seen: list[dict[str, Any]] = []
-    notify.subscribe(lambda service, event: seen.append(event))
+
+    def listen(service: MemoryService, event: dict[str, Any]) -> None:
+        seen.append(event)
+
+    notify.subscribe(listen)
     try:
         target = next(m for m in svc.list("default") if m.text == TOPICS[0][0])
         svc.amend("default", target.id, text="Use descriptive names for variables, methods and classes.")
@@ -108,7 +112,7 @@ def test_approval_after_main_changed_the_same_memory_marks_the_review_stale(svc:
         with pytest.raises(StaleReview, match="main changed convention/"):
             svc.reviews.approve("default", number, actor="alice")
     finally:
-        notify._subscribers.clear()
+        notify.unsubscribe(listen)
     assert main_head(svc) == moved  # nothing merged
     review = svc.reviews.get("default", number)
     assert review.status == "stale" and review.stale_reason and "run consolidation again" in review.stale_reason

@@ -1,0 +1,232 @@
+"""Celery: a real `gitmem worker` process on the embedded broker and on Redis, a fake LLM over HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitmem import concepts, consolidate, tasks
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+from gitmem.store import MAIN
+from tests.fakes.openai_server import HOLD, Request, answer, running
+
+from .test_consolidate import plant
+
+REDIS = "redis://127.0.0.1:6379/0"
+RESULT_WAIT = 90  # seconds a result may take before the test fails (never reached when healthy)
+
+
+def redis_up() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(params=["embedded", "redis"])
+def broker_settings(request: pytest.FixtureRequest, tmp_path: Path) -> Settings:
+    """Settings for each broker; the Redis one gets a queue of its own so runs never mix."""
+    home = tmp_path / "home"
+    if request.param == "embedded":
+        return Settings(home=home)
+    if not redis_up():
+        pytest.skip("Redis is not running at 127.0.0.1:6379")
+    return Settings(home=home, broker_url=REDIS, celery_queue=f"gitmem-test-{uuid.uuid4().hex[:8]}")
+
+
+def worker_env(settings: Settings, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
+    env["GITMEM_HOME"] = str(settings.home)
+    env["GITMEM_CELERY_QUEUE"] = settings.celery_queue
+    if settings.broker_url:
+        env["GITMEM_BROKER_URL"] = settings.broker_url
+    env.update(extra)
+    return env
+
+
+@contextmanager
+def worker(settings: Settings, log: Path, *args: str, **env: str) -> Iterator[subprocess.Popen[bytes]]:
+    """Run `gitmem worker` in its own process group; stop the whole group afterwards."""
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gitmem", "worker", "--loglevel", "INFO",
+             "--hostname", f"test-{uuid.uuid4().hex[:8]}@%h", *args],
+            env=worker_env(settings, **env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        yield proc
+    finally:
+        kill(proc, signal.SIGKILL)  # the test is done with it; the whole group goes
+
+
+def kill(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(20)
+
+
+def result_of(settings: Settings, task_id: str) -> Any:
+    return tasks.app_for(settings).AsyncResult(task_id).get(timeout=RESULT_WAIT)
+
+
+def wait_for(condition: Callable[[], bool], what: str, log: Path) -> None:
+    deadline = time.monotonic() + RESULT_WAIT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen; worker log:\n{log.read_text(errors='replace')}")
+        time.sleep(0.1)
+
+
+def near_duplicates(svc: MemoryService, namespace: str = "default") -> None:
+    plant(svc, "Use descriptive variable and method names.", days=2, namespace=namespace)
+    plant(svc, "Use descriptive variable and method names (e.g., IsUserSignedIn).", days=1, namespace=namespace)
+
+
+@pytest.fixture
+def service(broker_settings: Settings) -> Iterator[MemoryService]:
+    svc = MemoryService(broker_settings)
+    svc.init("default")
+    yield svc
+    svc.close()
+
+
+def test_a_worker_consolidates_and_opens_a_review(service: MemoryService, broker_settings: Settings,
+                                                  tmp_path: Path) -> None:
+    near_duplicates(service)
+    main = service.ns("default").store.head_id(MAIN)
+    task_id = tasks.enqueue_consolidation(broker_settings, "default")
+    with worker(broker_settings, tmp_path / "worker.log"):
+        result = result_of(broker_settings, task_id)
+    assert result["summary"] == "consolidated 2 memories into 1, review #1"
+    assert result["llm"] == "offline"
+    review = service.reviews.get("default", 1)
+    assert review.status == "open" and review.kind == "consolidation"
+    assert service.ns("default").store.head_id(MAIN) == main  # main waits for the approval
+
+
+def test_a_worker_uses_the_configured_llm(service: MemoryService, broker_settings: Settings,
+                                          tmp_path: Path) -> None:
+    near_duplicates(service)
+
+    def respond(request: Request) -> str:
+        return answer(merged="Name variables and methods descriptively (IsUserSignedIn).", reason="dup")
+
+    with running(respond) as fake:
+        task_id = tasks.enqueue_consolidation(broker_settings, "default")
+        with worker(broker_settings, tmp_path / "worker.log", GITMEM_LLM_BASE_URL=fake.url):
+            result = result_of(broker_settings, task_id)
+    assert result["llm"] == "openai-compatible"
+    assert result["merges"][0]["after"] == "Name variables and methods descriptively (IsUserSignedIn)."
+    assert fake.kinds() == ["merge"]
+
+
+def test_a_worker_killed_mid_run_leaves_main_untouched_and_the_next_run_is_clean(
+        service: MemoryService, broker_settings: Settings, tmp_path: Path, fsck: Callable[[str], None]) -> None:
+    near_duplicates(service)
+    store = service.ns("default").store
+    main = store.head_id(MAIN)
+    refs_before = set(store.repo.references)
+    hold = True
+
+    def respond(request: Request) -> Any:
+        if hold:
+            return HOLD
+        return answer(merged="Use descriptive names for variables and methods.", reason="dup")
+
+    log = tmp_path / "worker.log"
+    with running(respond) as fake:
+        env = {"GITMEM_LLM_BASE_URL": fake.url, "GITMEM_LLM_TIMEOUT": "60"}
+        tasks.enqueue_consolidation(broker_settings, "default")
+        with worker(broker_settings, log, **env) as proc:
+            assert fake.received.wait(RESULT_WAIT), log.read_text(errors="replace")
+            kill(proc, signal.SIGKILL)  # the run is waiting on the model: kill the whole worker
+        assert store.head_id(MAIN) == main
+        assert set(store.repo.references) - {"refs/gitmem/reviews"} == refs_before
+        assert service.reviews.list("default") == []
+        hold = False
+        task_id = tasks.enqueue_consolidation(broker_settings, "default")
+        with worker(broker_settings, log, **env):
+            result = result_of(broker_settings, task_id)
+    assert result["summary"] == "consolidated 2 memories into 1, review #1"
+    assert store.head_id(MAIN) == main
+    service.reviews.approve("default", 1, actor="alice")
+    fsck("default")
+
+
+def test_the_trigger_enqueues_once_after_writes(service: MemoryService, broker_settings: Settings,
+                                                tmp_path: Path) -> None:
+    tasks.install_trigger(service)
+    near_duplicates(service)
+    for i in range(16):
+        service.remember("default", f"Statement number {i} about topic {i * 7919}.")
+    state = consolidate.read_state(service, "default")
+    assert state["last_task"]
+    if broker_settings.broker_url is None:
+        queued = list((broker_settings.state_dir / "broker" / "queue").glob("*.msg"))
+        assert len(queued) == 1  # throttled: one run for many writes
+    with worker(broker_settings, tmp_path / "worker.log"):
+        result = result_of(broker_settings, state["last_task"])
+    assert result["review"] == 1
+    assert consolidate.read_state(service, "default")["last_run"]
+
+
+def test_trigger_rules(settings: Settings, svc: MemoryService) -> None:
+    at = concepts.now()
+    assert not tasks.should_trigger(svc, "default", at)  # new and small
+    assert tasks.should_trigger(svc, "default", at + timedelta(hours=25))  # a day since creation
+    for i in range(16):
+        plant(svc, f"Fact {i}: service {i} listens on port {8000 + i}.")
+    assert tasks.should_trigger(svc, "default", at)  # more than 15 active
+    consolidate.write_state(svc, "default", last_enqueued=concepts.iso(at))
+    assert not tasks.should_trigger(svc, "default", at + timedelta(minutes=5))  # throttled
+    assert tasks.should_trigger(svc, "default", at + timedelta(hours=2))
+
+
+def test_beat_runs_every_namespace_on_its_schedule(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    svc = MemoryService(settings)
+    for name in ("default", "team"):
+        svc.init(name)
+        near_duplicates(svc, name)
+    log = tmp_path / "worker.log"
+    # A schedule of about a second: the embedded beat fires on its own, no task sent by the test.
+    with worker(settings, log, "--beat", GITMEM_CONSOLIDATE_SCHEDULE_HOURS="0.0003"):
+        wait_for(lambda: all(svc.reviews.list(n) for n in ("default", "team")), "two scheduled runs", log)
+    assert [r.kind for r in svc.reviews.list("team")] == ["consolidation"]
+    svc.close()
+
+
+def test_the_default_schedule_is_daily(settings: Settings) -> None:
+    conf = tasks.celery_config(settings)
+    assert conf["beat_schedule"]["consolidate-every-namespace"]["schedule"] == timedelta(hours=24)
+    assert conf["broker_url"] == "filesystem://"
+    assert (settings.state_dir / "broker" / "queue").is_dir()
+
+
+def test_enqueueing_an_unknown_namespace_is_a_clear_error(settings: Settings) -> None:
+    from gitmem.errors import InvalidInput, NamespaceNotFound
+
+    with pytest.raises(NamespaceNotFound, match="gitmem init"):
+        tasks.enqueue_consolidation(settings, "nope")
+    with pytest.raises(InvalidInput):
+        tasks.enqueue_consolidation(settings, "../etc")
