@@ -87,12 +87,12 @@ def create_flask_app(service: MemoryService | None = None, *,
     return app
 
 
-def socket_mode_handler(service: MemoryService) -> SocketModeHandler:
+def socket_mode_handler(service: MemoryService, *, listener_executor: Executor | None = None) -> SocketModeHandler:
     """A Socket Mode handler (``.start()`` blocks) for teams that cannot expose a URL."""
     from slack_bolt.adapter.socket_mode import SocketModeHandler
 
     settings = service.settings
-    bolt = create_bolt_app(service, socket_mode=True)
+    bolt = create_bolt_app(service, socket_mode=True, listener_executor=listener_executor)
     if not settings.slack_app_token:
         raise InvalidInput("Socket Mode needs SLACK_APP_TOKEN (an xapp- app-level token with connections:write)")
     return SocketModeHandler(bolt, settings.slack_app_token, web_client=web_client(settings))

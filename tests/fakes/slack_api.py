@@ -68,6 +68,7 @@ class FakeSlack:
     failures: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
     server: ThreadingHTTPServer | None = None
+    socket_url: str | None = None  # what apps.connections.open hands out (see slack_socket.py)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
@@ -119,6 +120,8 @@ class FakeSlack:
         if method == "chat.getPermalink":
             ts = str(args.get("message_ts", "")).replace(".", "")
             return {"ok": True, "channel": channel, "permalink": f"https://gitmem-test.slack.com/archives/{channel}/p{ts}"}
+        if method == "apps.connections.open":
+            return {"ok": True, "url": self.socket_url} if self.socket_url else {"ok": False, "error": "not_allowed"}
         if method in ("views.open", "views.update", "views.push"):
             view = args.get("view")
             view = json.loads(view) if isinstance(view, str) else view
