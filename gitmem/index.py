@@ -9,6 +9,7 @@ Losing the usage log loses no memory content, only some potency boosts.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
@@ -73,6 +74,9 @@ def memory_to_doc(memory: Memory) -> str:
     return json.dumps(memory.to_dict(), ensure_ascii=False)
 
 
+# Recall decodes a few hundred rows per query, mostly the same ones again and again. A Memory
+# is immutable, so one decoded per distinct document can be shared.
+@functools.lru_cache(maxsize=8192)
 def doc_to_memory(doc: str) -> Memory:
     data: dict[str, Any] = json.loads(doc)
     for key in ("created", "updated", "last_used"):
@@ -80,6 +84,11 @@ def doc_to_memory(doc: str) -> Memory:
     for key in ("tags", "paths", "verified", "related", "supersedes"):
         data[key] = tuple(data[key])
     return Memory(**data)
+
+
+@functools.lru_cache(maxsize=8192)
+def _token_set(tokens: str) -> frozenset[str]:
+    return frozenset(tokens.split())
 
 
 class SearchIndex:
@@ -210,12 +219,15 @@ class SearchIndex:
         if not unique:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+        # Rank in FTS alone, then join the few rows kept: joining first would carry the document
+        # of every matching row through the sort (3x slower on 5,000 memories).
         rows = self.db.execute(
-            "SELECT m.doc, m.tokens, bm25(fts) AS score FROM fts JOIN memories m ON m.rowid = fts.rowid "
-            "WHERE fts MATCH ? ORDER BY score LIMIT ?",
+            "SELECT m.doc, m.tokens, f.score FROM (SELECT rowid, bm25(fts) AS score FROM fts "
+            "WHERE fts MATCH ? ORDER BY score, rowid LIMIT ?) AS f "
+            "JOIN memories m ON m.rowid = f.rowid ORDER BY f.score, f.rowid",
             (match, limit),
         ).fetchall()
-        return [(Row(doc_to_memory(d), frozenset(t.split())), -s) for d, t, s in rows]
+        return [(Row(doc_to_memory(d), _token_set(t)), -s) for d, t, s in rows]
 
     def all(self, *, states: Iterable[str] | None = None, types: Iterable[str] | None = None,
             offset: int = 0, limit: int = -1, with_paths: bool = False) -> list[Memory]:
