@@ -120,7 +120,7 @@ def bench_direct(home: Path, texts: list[str]) -> dict[str, Any]:
     started = time.perf_counter()
     for text in texts:
         t = time.perf_counter()
-        service.remember("default", text, source="agent")
+        service.remember("default", text, source="user")
         latencies.append(time.perf_counter() - t)
     elapsed = time.perf_counter() - started
     service.close()
@@ -136,6 +136,7 @@ def bench_api(home: Path, texts: list[str], clients: int, workers: int, threads:
     latencies: list[float] = []
     ids: list[str] = []
     failures: list[str] = []
+    outcomes: dict[str, int] = {}
     lock = threading.Lock()
     batches = [texts[i::clients] for i in range(clients)]
 
@@ -144,12 +145,13 @@ def bench_api(home: Path, texts: list[str], clients: int, workers: int, threads:
             for text in batch:
                 t = time.perf_counter()
                 response = http.post(f"{url}/api/v1/namespaces/default/memories",
-                                     json={"text": text, "source": "agent"})
+                                     json={"text": text, "source": "user"})
                 took = time.perf_counter() - t
                 with lock:
                     latencies.append(took)
                     if response.status_code in (200, 201):
                         ids.append(response.json()["memory"]["id"])
+                        outcomes[response.json()["outcome"]] = outcomes.get(response.json()["outcome"], 0) + 1
                     else:
                         failures.append(f"{response.status_code} {response.text[:200]}")
 
@@ -171,8 +173,9 @@ def bench_api(home: Path, texts: list[str], clients: int, workers: int, threads:
     return {"writes": len(texts), "clients": clients, "workers": workers, "threads": threads,
             "seconds": elapsed, "per_second": len(texts) / elapsed,
             "p50_ms": 1000 * percentile(latencies, 0.5), "p95_ms": 1000 * percentile(latencies, 0.95),
-            "failures": len(failures), "failure_examples": failures[:3],
-            "stored": len(stored), "all_present": not failures and not missing and len(stored) == len(texts),
+            "failures": len(failures), "failure_examples": failures[:3], "outcomes": outcomes,
+            "stored": len(stored), "missing": len(missing),
+            "all_present": not failures and not missing and len(stored) == len(texts) == len(set(ids)),
             "fsck_clean": fsck.returncode == 0}
 
 
@@ -217,15 +220,21 @@ def bench_clone(home: Path, count: int, rounds: int, workers: int, threads: int)
     repo = home / "repos" / "default.git"
     key = KeyStore(home).create("default", "reader", name="cloner")[0]
     dest = home.parent / "clone"
+    auth = ["-c", f"http.extraHeader=Authorization: Bearer {key}"]
     local = [timed_clone(["clone", "--quiet", str(repo)], dest) for _ in range(rounds)]
     no_local = [timed_clone(["clone", "--quiet", "--no-local", str(repo)], dest) for _ in range(rounds)]
+    local_bare = [timed_clone(["clone", "--quiet", "--bare", "--no-local", str(repo)], dest)
+                  for _ in range(rounds)]
     with gunicorn(home, workers, threads) as url:
-        http = [timed_clone(["-c", f"http.extraHeader=Authorization: Bearer {key}", "clone", "--quiet",
-                             f"{url}/git/default.git"], dest) for _ in range(rounds)]
+        http = [timed_clone([*auth, "clone", "--quiet", f"{url}/git/default.git"], dest)
+                for _ in range(rounds)]
+        http_bare = [timed_clone([*auth, "clone", "--quiet", "--bare", f"{url}/git/default.git"], dest)
+                     for _ in range(rounds)]
     size = sum(p.stat().st_size for p in repo.rglob("*") if p.is_file())
     return {"memories": count, "build_seconds": built, "repo_bytes": size, "rounds": rounds,
             "local_path_s": statistics.median(local), "no_local_s": statistics.median(no_local),
-            "http_s": statistics.median(http)}
+            "http_s": statistics.median(http), "no_local_bare_s": statistics.median(local_bare),
+            "http_bare_s": statistics.median(http_bare)}
 
 
 def main() -> None:
@@ -252,7 +261,8 @@ def main() -> None:
               "direct": direct, "api": api, "clone": clone,
               "ratios": {"api_vs_direct_rate": api["per_second"] / direct["per_second"],
                          "http_vs_local_clone": clone["http_s"] / clone["local_path_s"],
-                         "http_vs_no_local_clone": clone["http_s"] / clone["no_local_s"]}}
+                         "http_vs_no_local_clone": clone["http_s"] / clone["no_local_s"],
+                         "http_vs_local_transfer_only": clone["http_bare_s"] / clone["no_local_bare_s"]}}
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
@@ -263,7 +273,8 @@ def main() -> None:
           f"| {direct['p95_ms']:.1f} | 1.00 |")
     print(f"| API, {args.clients} clients, gunicorn {args.workers}x{args.threads} | {api['per_second']:.0f} "
           f"| {api['p50_ms']:.1f} | {api['p95_ms']:.1f} | {result['ratios']['api_vs_direct_rate']:.2f} |")
-    print(f"\nAPI writes: {api['failures']} failed, {api['stored']} stored, all present: "
+    print(f"\nAPI writes: {api['failures']} failed, outcomes {api['outcomes']}, {api['stored']} stored, "
+          f"{api['missing']} returned ids missing; all present: "
           f"{api['all_present']}, git fsck clean: {api['fsck_clean']}")
     print(f"\n## Clone: {clone['memories']} memories, {clone['repo_bytes'] / 1e6:.1f} MB on disk, "
           f"median of {clone['rounds']}\n")
@@ -272,6 +283,12 @@ def main() -> None:
     for name, key in (("local path (baseline)", "local_path_s"), ("local path, --no-local", "no_local_s"),
                       ("HTTP, reader key", "http_s")):
         print(f"| {name} | {clone[key]:.3f} | {clone[key] / clone['local_path_s']:.2f} |")
+    print("\nTransfer only (`--bare`, no checkout of the files):\n")
+    print("| method | seconds | ratio to local |")
+    print("| --- | ---: | ---: |")
+    print(f"| local path, --no-local --bare (baseline) | {clone['no_local_bare_s']:.3f} | 1.00 |")
+    print(f"| HTTP --bare, reader key | {clone['http_bare_s']:.3f} | "
+          f"{result['ratios']['http_vs_local_transfer_only']:.2f} |")
     print(f"\nJSON: {args.json}")
     if not (api["all_present"] and api["fsck_clean"]):
         sys.exit(1)

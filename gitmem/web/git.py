@@ -28,8 +28,9 @@ MAX_GIT_BODY = 64 * 1024 * 1024
 CHUNK = 64 * 1024
 
 
-@bp.route("/<ns>.git/<path:rest>", methods=["GET", "POST"])
-def backend(ns: str, rest: str) -> Response:
+@bp.route("/<repo>/<path:rest>", methods=["GET", "POST"])
+def backend(repo: str, rest: str) -> Response:
+    ns = repo.removesuffix(".git")  # git clone http://HOST/git/NS works as well as NS.git
     request.max_content_length = MAX_GIT_BODY
     if rest == "git-receive-pack" or request.args.get("service") == "git-receive-pack":
         require(ns, "reader")

@@ -115,7 +115,7 @@ def act(message: str, target: str, call: Any) -> BaseResponse:
 
 
 @bp.route("/login", methods=["GET", "POST"])
-def login() -> str | BaseResponse:
+def login() -> str | tuple[str, int] | BaseResponse:
     target = request.values.get("next") or ""
     if not target.startswith("/") or target.startswith("//"):
         target = url_for("pages.index")

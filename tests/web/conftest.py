@@ -5,15 +5,53 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any, cast
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.serving import make_server
+from werkzeug.test import TestResponse
 
 from gitmem.keys import KeyStore
 from gitmem.service import MemoryService
 from gitmem.web import create_app
+
+
+class JsonResponse(TestResponse):
+    """A test response whose ``json`` is typed for indexing (the tests check the status first)."""
+
+    @property
+    def json(self) -> Any:
+        return self.get_json(silent=True)
+
+
+class Client(FlaskClient):
+    """Flask's test client, returning :class:`JsonResponse`."""
+
+    def get(self, *args: Any, **kw: Any) -> JsonResponse:
+        return cast(JsonResponse, super().get(*args, **kw))
+
+    def post(self, *args: Any, **kw: Any) -> JsonResponse:
+        return cast(JsonResponse, super().post(*args, **kw))
+
+    def patch(self, *args: Any, **kw: Any) -> JsonResponse:
+        return cast(JsonResponse, super().patch(*args, **kw))
+
+    def put(self, *args: Any, **kw: Any) -> JsonResponse:
+        return cast(JsonResponse, super().put(*args, **kw))
+
+    def delete(self, *args: Any, **kw: Any) -> JsonResponse:
+        return cast(JsonResponse, super().delete(*args, **kw))
+
+
+def typed_client(app: Flask) -> Client:
+    """A test client of ``app`` with typed JSON responses."""
+    app.test_client_class = Client
+    client = app.test_client()
+    client.response_wrapper = JsonResponse
+    assert isinstance(client, Client)
+    return client
 
 
 @pytest.fixture
@@ -25,8 +63,8 @@ def app(svc: MemoryService) -> Flask:
 
 
 @pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
+def client(app: Flask) -> Client:
+    return typed_client(app)
 
 
 @dataclass(frozen=True)

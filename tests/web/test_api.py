@@ -5,20 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from flask.testing import FlaskClient
 
 from gitmem.service import MemoryService
 
-from .conftest import Keys
+from .conftest import Client, Keys
 
 API = "/api/v1/namespaces/default"
 
 
 def head(svc: MemoryService) -> str:
-    return svc.status("default")["head"]
+    return str(svc.status("default")["head"])
 
 
-def test_remember_then_recall_and_get(client: FlaskClient, keys: Keys, fsck: Callable[[str], None]) -> None:
+def test_remember_then_recall_and_get(client: Client, keys: Keys, fsck: Callable[[str], None]) -> None:
     made = client.post(f"{API}/memories", headers=keys.auth("writer"),
                        json={"text": "Run the tests with `pytest -x`", "type": "convention",
                              "tags": ["testing"], "paths": ["tests/"]})
@@ -41,7 +40,7 @@ def test_remember_then_recall_and_get(client: FlaskClient, keys: Keys, fsck: Cal
     fsck("default")
 
 
-def test_context_block_for_the_files_an_agent_works_on(client: FlaskClient, keys: Keys,
+def test_context_block_for_the_files_an_agent_works_on(client: Client, keys: Keys,
                                                         remember: Callable[..., str]) -> None:
     mine = remember("Migrations live in db/migrations and run with make migrate", paths=["db/"])
     remember("The CSS uses BEM naming", paths=["web/css/"])
@@ -53,7 +52,7 @@ def test_context_block_for_the_files_an_agent_works_on(client: FlaskClient, keys
     assert posted.json["files"] == ["db/migrations/0001.sql"] and mine in posted.json["context"]
 
 
-def test_list_pages_through_memories(client: FlaskClient, keys: Keys, remember: Callable[..., str]) -> None:
+def test_list_pages_through_memories(client: Client, keys: Keys, remember: Callable[..., str]) -> None:
     ids = {remember(f"memory number {i} about topic {chr(97 + i)}") for i in range(5)}
     seen: set[str] = set()
     offset: int | None = 0
@@ -65,7 +64,7 @@ def test_list_pages_through_memories(client: FlaskClient, keys: Keys, remember: 
     assert seen == ids
 
 
-def test_amend_forget_history_revert(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_amend_forget_history_revert(client: Client, keys: Keys, svc: MemoryService,
                                      remember: Callable[..., str], fsck: Callable[[str], None]) -> None:
     mid = remember("Deploys happen on Tuesdays")
     amended = client.patch(f"{API}/memories/{mid}", headers=keys.auth("reviewer"),
@@ -89,7 +88,7 @@ def test_amend_forget_history_revert(client: FlaskClient, keys: Keys, svc: Memor
     fsck("default")
 
 
-def test_writer_cannot_amend_main_directly(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_writer_cannot_amend_main_directly(client: Client, keys: Keys, svc: MemoryService,
                                           remember: Callable[..., str]) -> None:
     mid = remember("Use tabs")
     before = head(svc)
@@ -98,7 +97,7 @@ def test_writer_cannot_amend_main_directly(client: FlaskClient, keys: Keys, svc:
     assert head(svc) == before
 
 
-def test_purge_needs_admin(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_purge_needs_admin(client: Client, keys: Keys, svc: MemoryService,
                            remember: Callable[..., str]) -> None:
     mid = remember("A secret that was pasted by mistake")
     assert client.delete(f"{API}/memories/{mid}?purge=true", headers=keys.auth("writer")).status_code == 403
@@ -106,7 +105,7 @@ def test_purge_needs_admin(client: FlaskClient, keys: Keys, svc: MemoryService,
     assert client.get(f"{API}/memories/{mid}", headers=keys.auth("reader")).status_code == 404
 
 
-def test_namespaces_are_per_key(client: FlaskClient, keys: Keys, svc: MemoryService) -> None:
+def test_namespaces_are_per_key(client: Client, keys: Keys, svc: MemoryService) -> None:
     svc.init("other")
     assert client.get("/api/v1/namespaces", headers=keys.auth("reader")).json["items"] == ["default"]
     assert client.get("/api/v1/namespaces", headers=keys.auth("other")).json["items"] == ["other"]
@@ -116,14 +115,14 @@ def test_namespaces_are_per_key(client: FlaskClient, keys: Keys, svc: MemoryServ
     assert refused.status_code == 403 and not svc.exists("third")
 
 
-def test_status_counts(client: FlaskClient, keys: Keys, remember: Callable[..., str]) -> None:
+def test_status_counts(client: Client, keys: Keys, remember: Callable[..., str]) -> None:
     remember("one fact")
     remember("one decision", type="decision")
     status = client.get(API, headers=keys.auth("reader")).json
     assert status["total"] == 2 and status["by_type"]["decision"] == 1
 
 
-def test_openapi_document_lists_every_endpoint(client: FlaskClient) -> None:
+def test_openapi_document_lists_every_endpoint(client: Client) -> None:
     doc = client.get("/api/v1/openapi.json").json
     assert doc["openapi"].startswith("3.")
     for path in ("/namespaces/{ns}/memories", "/namespaces/{ns}/recall", "/namespaces/{ns}/context",
@@ -140,7 +139,7 @@ def test_openapi_document_lists_every_endpoint(client: FlaskClient) -> None:
     [({}, 401), ({"Authorization": "Bearer gmk_000000000000_nopenopenopenopenopenope"}, 401),
      ({"X-API-Key": "not-a-key"}, 401), ({"Authorization": "Basic !!!"}, 401)],
 )
-def test_missing_or_wrong_key(client: FlaskClient, svc: MemoryService, headers: dict[str, str],
+def test_missing_or_wrong_key(client: Client, svc: MemoryService, headers: dict[str, str],
                               status: int) -> None:
     before = head(svc)
     response = client.post(f"{API}/memories", headers=headers, json={"text": "sneaky"})
@@ -149,7 +148,7 @@ def test_missing_or_wrong_key(client: FlaskClient, svc: MemoryService, headers: 
     assert head(svc) == before
 
 
-def test_reader_key_cannot_write(client: FlaskClient, keys: Keys, svc: MemoryService) -> None:
+def test_reader_key_cannot_write(client: Client, keys: Keys, svc: MemoryService) -> None:
     before = head(svc)
     response = client.post(f"{API}/memories", headers=keys.auth("reader"), json={"text": "x"})
     assert response.status_code == 403 and "writer" in response.json["error"]["message"]
@@ -174,7 +173,7 @@ def test_reader_key_cannot_write(client: FlaskClient, keys: Keys, svc: MemorySer
         (b'{"text": "ok", "state": "archived"}', "active or pending"),
     ],
 )
-def test_malformed_bodies(client: FlaskClient, keys: Keys, svc: MemoryService, body: bytes,
+def test_malformed_bodies(client: Client, keys: Keys, svc: MemoryService, body: bytes,
                           needle: str) -> None:
     before = head(svc)
     response = client.post(f"{API}/memories", data=body, headers={**keys.auth("writer"),
@@ -184,7 +183,7 @@ def test_malformed_bodies(client: FlaskClient, keys: Keys, svc: MemoryService, b
     assert head(svc) == before
 
 
-def test_oversized_body_is_413(client: FlaskClient, keys: Keys, svc: MemoryService) -> None:
+def test_oversized_body_is_413(client: Client, keys: Keys, svc: MemoryService) -> None:
     before = head(svc)
     big = "x" * (svc.settings.max_request_bytes + 1)
     response = client.post(f"{API}/memories", headers=keys.auth("writer"), json={"text": big})
@@ -192,7 +191,7 @@ def test_oversized_body_is_413(client: FlaskClient, keys: Keys, svc: MemoryServi
     assert head(svc) == before
 
 
-def test_unknown_things_are_404(client: FlaskClient, keys: Keys, svc: MemoryService) -> None:
+def test_unknown_things_are_404(client: Client, keys: Keys, svc: MemoryService) -> None:
     key = KeyStoreFor(svc).admin_everywhere()
     auth = {"Authorization": f"Bearer {key}"}
     assert client.get("/api/v1/namespaces/nowhere/memories", headers=auth).status_code == 404
@@ -201,7 +200,7 @@ def test_unknown_things_are_404(client: FlaskClient, keys: Keys, svc: MemoryServ
     assert client.get("/api/v1/nothing-here", headers=auth).json["error"]["status"] == 404
 
 
-def test_bad_query_values(client: FlaskClient, keys: Keys) -> None:
+def test_bad_query_values(client: Client, keys: Keys) -> None:
     auth = keys.auth("reader")
     for url in (f"{API}/recall?limit=zero", f"{API}/recall?limit=0", f"{API}/memories?offset=-1",
                 f"{API}/memories?state=sleeping", f"{API}/memories/not-an-id", f"{API}/reviews?status=x"):
@@ -210,7 +209,7 @@ def test_bad_query_values(client: FlaskClient, keys: Keys) -> None:
         assert response.json["error"]["message"]
 
 
-def test_wrong_method_is_json_405(client: FlaskClient, keys: Keys) -> None:
+def test_wrong_method_is_json_405(client: Client, keys: Keys) -> None:
     response = client.put(f"{API}/memories", headers=keys.auth("writer"))
     assert response.status_code == 405 and response.json["error"]["status"] == 405
     assert "POST" in response.headers["Allow"]
@@ -226,7 +225,7 @@ class KeyStoreFor:
         return self.store.create("*", "admin", name="root")[0]
 
 
-def test_deeply_nested_json_is_400(client: FlaskClient, keys: Keys) -> None:
+def test_deeply_nested_json_is_400(client: Client, keys: Keys) -> None:
     body = b"[" * 100_000 + b"]" * 100_000
     response = client.post(f"{API}/memories", data=body, headers=keys.auth("writer"))
     assert response.status_code == 400 and "deeply" in response.json["error"]["message"]

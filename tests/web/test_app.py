@@ -8,13 +8,11 @@ import re
 import time
 from collections.abc import Callable
 
-from flask.testing import FlaskClient
-
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from gitmem.web import create_app, secret_key
 
-from .conftest import Keys
+from .conftest import Client, Keys, typed_client
 
 
 def test_one_service_shared_by_every_blueprint(svc: MemoryService) -> None:
@@ -41,7 +39,7 @@ def test_slack_events_mounted_when_configured(settings: Settings) -> None:
     body = b'{"type": "url_verification", "token": "x", "challenge": "c-123"}'
     stamp = str(int(time.time()))
     signature = "v0=" + hmac.new(secret.encode(), f"v0:{stamp}:".encode() + body, hashlib.sha256).hexdigest()
-    client = app.test_client()
+    client = typed_client(app)
     signed = client.post("/slack/events", data=body, content_type="application/json",
                          headers={"X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature})
     assert signed.status_code == 200 and "c-123" in signed.get_data(as_text=True)
@@ -51,7 +49,7 @@ def test_slack_events_mounted_when_configured(settings: Settings) -> None:
     service.close()
 
 
-def test_search_page_finds_memories(client: FlaskClient, keys: Keys, remember: Callable[..., str]) -> None:
+def test_search_page_finds_memories(client: Client, keys: Keys, remember: Callable[..., str]) -> None:
     mid = remember("Feature flags live in LaunchDarkly", paths=["src/flags/"])
     form = client.get("/login").get_data(as_text=True)
     token = re.search(r'name="csrf_token" value="([^"]+)"', form)
@@ -65,7 +63,7 @@ def test_search_page_finds_memories(client: FlaskClient, keys: Keys, remember: C
     assert "Nothing matches" in nothing
 
 
-def test_pages_show_html_errors(client: FlaskClient, keys: Keys) -> None:
+def test_pages_show_html_errors(client: Client, keys: Keys) -> None:
     form = client.get("/login").get_data(as_text=True)
     token = re.search(r'name="csrf_token" value="([^"]+)"', form)
     assert token is not None

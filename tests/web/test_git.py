@@ -41,7 +41,7 @@ def test_clone_and_pull_with_a_reader_key(live_server: str, keys: Keys, svc: Mem
 
 
 def test_clone_with_basic_auth_key_as_password(live_server: str, keys: Keys, tmp_path: Path) -> None:
-    url = live_server.replace("http://", f"http://agent:{keys.reader}@") + "/git/default.git"
+    url = live_server.replace("http://", f"http://agent:{keys.reader}@") + "/git/default"  # no .git
     cloned = git("clone", url, str(tmp_path / "clone"))
     assert cloned.returncode == 0, cloned.stderr
     assert (tmp_path / "clone" / "README.md").is_file()

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from flask.testing import FlaskClient
 
 from gitmem.cli import main
 from gitmem.errors import InvalidInput, NotFound
 from gitmem.keys import KeyStore
 from gitmem.settings import Settings
+
+from .conftest import Client
 
 
 def test_a_key_is_stored_only_as_a_hash(settings: Settings) -> None:
@@ -35,7 +36,7 @@ def test_roles_are_ranked_and_scoped_to_a_namespace(settings: Settings) -> None:
     assert root.allows("anything", "admin")
 
 
-def test_revoked_key_stops_working_in_a_running_app(client: FlaskClient, settings: Settings) -> None:
+def test_revoked_key_stops_working_in_a_running_app(client: Client, settings: Settings) -> None:
     store = KeyStore(settings.home)
     secret, stored = store.create("default", "reader")
     auth = {"Authorization": f"Bearer {secret}"}

@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from flask.testing import FlaskClient
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from gitmem.service import MemoryService
 
-from .conftest import Keys
+from .conftest import Client, Keys
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(),
@@ -20,8 +20,7 @@ needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(),
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
+def browser() -> Iterator[Browser]:
 
     with sync_playwright() as p:
         chromium = p.chromium.launch(
@@ -33,9 +32,9 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser: object, live_server: str, keys: Keys) -> Iterator[object]:
+def page(browser: Browser, live_server: str, keys: Keys) -> Iterator[Page]:
     """A browser page signed in with the reviewer key."""
-    context = browser.new_context(base_url=live_server)  # type: ignore[attr-defined]
+    context = browser.new_context(base_url=live_server)
     page = context.new_page()
     page.goto("/ns/default/")
     assert "/login" in page.url
@@ -46,76 +45,68 @@ def page(browser: object, live_server: str, keys: Keys) -> Iterator[object]:
 
 
 @needs_browser
-def test_dashboard_shows_counts_strongest_and_open_reviews(page: object, svc: MemoryService,
+def test_dashboard_shows_counts_strongest_and_open_reviews(page: Page, svc: MemoryService,
                                                            remember: Callable[..., str]) -> None:
-    from playwright.sync_api import expect
-
     mid = remember("Prefer small pull requests", type="preference")
     remember("We deploy with Ansible", type="decision")
     number = svc.feedback("default", mid, "amend", actor="sam", text="Prefer small, focused pull requests").review
-    page.goto("/ns/default/")  # type: ignore[attr-defined]
-    expect(page.locator("#by-state")).to_contain_text("active")  # type: ignore[attr-defined]
-    expect(page.locator("#by-type")).to_contain_text("decision")  # type: ignore[attr-defined]
-    expect(page.locator("#strongest")).to_contain_text("Prefer small pull requests")  # type: ignore[attr-defined]
-    expect(page.locator("#open-reviews")).to_contain_text(f"#{number}")  # type: ignore[attr-defined]
+    page.goto("/ns/default/")
+    expect(page.locator("#by-state")).to_contain_text("active")
+    expect(page.locator("#by-type")).to_contain_text("decision")
+    expect(page.locator("#strongest")).to_contain_text("Prefer small pull requests")
+    expect(page.locator("#open-reviews")).to_contain_text(f"#{number}")
 
 
 @needs_browser
-def test_script_in_a_memory_renders_as_text(page: object, remember: Callable[..., str]) -> None:
-    from playwright.sync_api import expect
-
+def test_script_in_a_memory_renders_as_text(page: Page, remember: Callable[..., str]) -> None:
     text = ('Beware <script>window.pwned = 1</script> and <img src=x onerror="window.pwned = 2"> '
             'and [a link](javascript:window.pwned=3) in **bold**')
     mid = remember(text, title="Hostile memory")
-    page.goto(f"/ns/default/memories/{mid}")  # type: ignore[attr-defined]
-    body = page.locator("#memory-text")  # type: ignore[attr-defined]
+    page.goto(f"/ns/default/memories/{mid}")
+    body = page.locator("#memory-text")
     expect(body).to_contain_text("<script>window.pwned = 1</script>")
     expect(body).to_contain_text('<img src=x onerror="window.pwned = 2">')
     assert body.locator("script").count() == 0 and body.locator("img").count() == 0
     assert body.locator("strong").inner_text() == "bold"
     for link in body.locator("a").all():
         assert not (link.get_attribute("href") or "").startswith("javascript:")
-    assert page.evaluate("typeof window.pwned") == "undefined"  # type: ignore[attr-defined]
+    assert page.evaluate("typeof window.pwned") == "undefined"
 
 
 @needs_browser
-def test_approve_a_review_in_the_browser(page: object, svc: MemoryService,
+def test_approve_a_review_in_the_browser(page: Page, svc: MemoryService,
                                          remember: Callable[..., str]) -> None:
-    from playwright.sync_api import expect
-
     mid = remember("Format with black")
     number = svc.feedback("default", mid, "amend", actor="sam", text="Format with ruff format").review
-    page.goto("/ns/default/reviews")  # type: ignore[attr-defined]
-    page.click("text=Amend")  # type: ignore[attr-defined]
+    page.goto("/ns/default/reviews")
+    page.click("text=Amend")
     expect(page).to_have_url(re.compile(rf"/ns/default/reviews/{number}$"))
-    diff = page.locator("pre.diff")  # type: ignore[attr-defined]
+    diff = page.locator("pre.diff")
     expect(diff.locator("del", has_text=re.compile(r"^-Format with black$"))).to_have_count(1)
     expect(diff.locator("ins", has_text=re.compile(r"^\+Format with ruff format$"))).to_have_count(1)
-    page.fill("textarea[name=text]", "Looks right to me")  # type: ignore[attr-defined]
-    page.click("button[value=comment]")  # type: ignore[attr-defined]
-    expect(page.locator("#comments")).to_contain_text("Looks right to me")  # type: ignore[attr-defined]
-    page.click("#approve")  # type: ignore[attr-defined]
-    expect(page.locator("#review-status")).to_have_text("merged")  # type: ignore[attr-defined]
+    page.fill("textarea[name=text]", "Looks right to me")
+    page.click("button[value=comment]")
+    expect(page.locator("#comments")).to_contain_text("Looks right to me")
+    page.click("#approve")
+    expect(page.locator("#review-status")).to_have_text("merged")
     assert svc.show("default", mid).text == "Format with ruff format"
 
 
 @needs_browser
-def test_revert_from_a_memory_page(page: object, svc: MemoryService, remember: Callable[..., str]) -> None:
-    from playwright.sync_api import expect
-
+def test_revert_from_a_memory_page(page: Page, svc: MemoryService, remember: Callable[..., str]) -> None:
     mid = remember("The API listens on port 8080")
     svc.amend("default", mid, text="The API listens on port 9090", actor="sam")
-    page.goto(f"/ns/default/memories/{mid}")  # type: ignore[attr-defined]
-    expect(page.locator("#memory-text")).to_contain_text("9090")  # type: ignore[attr-defined]
-    page.locator("#history tbody tr").first.locator("button").click()  # type: ignore[attr-defined]
-    expect(page.locator("#memory-text")).to_contain_text("8080")  # type: ignore[attr-defined]
+    page.goto(f"/ns/default/memories/{mid}")
+    expect(page.locator("#memory-text")).to_contain_text("9090")
+    page.locator("#history tbody tr").first.locator("button").click()
+    expect(page.locator("#memory-text")).to_contain_text("8080")
     assert svc.show("default", mid).text == "The API listens on port 8080"
 
 
 # --- without a browser: sign-in and cross-site protection -------------------------------------------
 
 
-def signed_in(client: FlaskClient, key: str) -> str:
+def signed_in(client: Client, key: str) -> str:
     """Sign in through the form; returns the session's CSRF token."""
     form = client.get("/login").get_data(as_text=True)
     token = re.search(r'name="csrf_token" value="([^"]+)"', form)
@@ -128,12 +119,12 @@ def signed_in(client: FlaskClient, key: str) -> str:
     return found.group(1)
 
 
-def test_pages_need_sign_in(client: FlaskClient) -> None:
+def test_pages_need_sign_in(client: Client) -> None:
     response = client.get("/ns/default/")
     assert response.status_code == 302 and "/login" in response.headers["Location"]
 
 
-def test_wrong_key_does_not_sign_in(client: FlaskClient) -> None:
+def test_wrong_key_does_not_sign_in(client: Client) -> None:
     form = client.get("/login").get_data(as_text=True)
     token = re.search(r'name="csrf_token" value="([^"]+)"', form)
     assert token is not None
@@ -143,7 +134,7 @@ def test_wrong_key_does_not_sign_in(client: FlaskClient) -> None:
     assert client.get("/ns/default/").status_code == 302
 
 
-def test_form_posts_without_the_csrf_token_change_nothing(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_form_posts_without_the_csrf_token_change_nothing(client: Client, keys: Keys, svc: MemoryService,
                                                          remember: Callable[..., str]) -> None:
     mid = remember("Keep secrets in the vault")
     token = signed_in(client, keys.reviewer)
@@ -160,7 +151,7 @@ def test_form_posts_without_the_csrf_token_change_nothing(client: FlaskClient, k
     assert svc.show("default", mid).state == "archived"
 
 
-def test_a_reader_sees_no_write_buttons_and_cannot_post(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_a_reader_sees_no_write_buttons_and_cannot_post(client: Client, keys: Keys, svc: MemoryService,
                                                         remember: Callable[..., str]) -> None:
     mid = remember("CI runs on every push")
     token = signed_in(client, keys.reader)
@@ -172,7 +163,7 @@ def test_a_reader_sees_no_write_buttons_and_cannot_post(client: FlaskClient, key
     assert svc.status("default")["head"] == before
 
 
-def test_revoked_key_signs_the_session_out(client: FlaskClient, keys: Keys, svc: MemoryService) -> None:
+def test_revoked_key_signs_the_session_out(client: Client, keys: Keys, svc: MemoryService) -> None:
     from gitmem.keys import KeyStore
 
     signed_in(client, keys.reader)
@@ -183,7 +174,7 @@ def test_revoked_key_signs_the_session_out(client: FlaskClient, keys: Keys, svc:
     assert response.status_code == 302 and "/login" in response.headers["Location"]
 
 
-def test_approve_selected_commits_only(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_approve_selected_commits_only(client: Client, keys: Keys, svc: MemoryService,
                                       remember: Callable[..., str]) -> None:
     first, second = remember("Python 3.11 is the floor"), remember("Node 20 for the frontend")
     changes = []
@@ -192,6 +183,7 @@ def test_approve_selected_commits_only(client: FlaskClient, keys: Keys, svc: Mem
         for mid, text in ((first, "Python 3.12 is the floor"), (second, "Node 22 for the frontend")):
             _, change = svc._amend_change("default", mid, text=text, title=None, type=None, tags=None,
                                           paths=None, tenured=None, actor="sam", reason="bump")(head)
+            assert change is not None
             changes.append(change)
     review = svc.propose("default", changes, title="Bump runtimes", author="sam", kind="amend")
     commits = svc.reviews.diff("default", review.number)

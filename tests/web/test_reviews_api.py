@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from flask.testing import FlaskClient
-
 from gitmem.service import MemoryService
 
-from .conftest import Keys
+from .conftest import Client, Keys
 
 API = "/api/v1/namespaces/default"
 
@@ -19,7 +17,7 @@ def propose(svc: MemoryService, mid: str, text: str, actor: str = "someone") -> 
     return result.review
 
 
-def test_list_and_show_a_review_with_its_diff(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_list_and_show_a_review_with_its_diff(client: Client, keys: Keys, svc: MemoryService,
                                              remember: Callable[..., str]) -> None:
     mid = remember("Lint with flake8")
     number = propose(svc, mid, "Lint with ruff")
@@ -33,7 +31,7 @@ def test_list_and_show_a_review_with_its_diff(client: FlaskClient, keys: Keys, s
     assert "-Lint with flake8" in diff["unified"] and "+Lint with ruff" in diff["unified"]
 
 
-def test_comment_then_approve_merges_into_main(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_comment_then_approve_merges_into_main(client: Client, keys: Keys, svc: MemoryService,
                                               remember: Callable[..., str],
                                               fsck: Callable[[str], None]) -> None:
     mid = remember("Lint with flake8")
@@ -52,7 +50,7 @@ def test_comment_then_approve_merges_into_main(client: FlaskClient, keys: Keys, 
     fsck("default")
 
 
-def test_reject_leaves_main_alone(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_reject_leaves_main_alone(client: Client, keys: Keys, svc: MemoryService,
                                   remember: Callable[..., str]) -> None:
     mid = remember("Lint with flake8")
     number = propose(svc, mid, "Lint with pylint")
@@ -64,7 +62,7 @@ def test_reject_leaves_main_alone(client: FlaskClient, keys: Keys, svc: MemorySe
     assert svc.status("default")["head"] == before
 
 
-def test_review_bad_input(client: FlaskClient, keys: Keys, svc: MemoryService,
+def test_review_bad_input(client: Client, keys: Keys, svc: MemoryService,
                           remember: Callable[..., str]) -> None:
     auth = keys.auth("reviewer")
     assert client.get(f"{API}/reviews/999", headers=auth).status_code == 404

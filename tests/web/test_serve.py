@@ -15,13 +15,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from flask.testing import FlaskClient
 
 from gitmem.keys import KeyStore
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 
-from .conftest import Keys
+from .conftest import Client, Keys
 
 STARTUP_LIMIT = 90.0
 
@@ -32,7 +31,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_healthz_reports_repository_broker_and_worker(client: FlaskClient) -> None:
+def test_healthz_reports_repository_broker_and_worker(client: Client) -> None:
     report = client.get("/healthz")
     assert report.status_code == 200
     body = report.json
@@ -42,7 +41,7 @@ def test_healthz_reports_repository_broker_and_worker(client: FlaskClient) -> No
     assert body["status"] == "degraded"
 
 
-def test_healthz_fails_when_the_repository_cannot_be_read(client: FlaskClient, svc: MemoryService) -> None:
+def test_healthz_fails_when_the_repository_cannot_be_read(client: Client, svc: MemoryService) -> None:
     svc.close()
     objects = svc.settings.repos_dir / "default.git" / "objects"
     shutil.rmtree(objects)
@@ -51,7 +50,7 @@ def test_healthz_fails_when_the_repository_cannot_be_read(client: FlaskClient, s
     assert report.status_code == 503 and report.json["repository"]["ok"] is False
 
 
-def test_consolidate_dry_run_returns_the_plan(client: FlaskClient, keys: Keys, svc: MemoryService) -> None:
+def test_consolidate_dry_run_returns_the_plan(client: Client, keys: Keys, svc: MemoryService) -> None:
     for text in ("Use pytest fixtures for setup", "Use pytest fixtures for test setup"):
         svc.remember("default", text, source="user")
     before = svc.status("default")["head"]
@@ -125,3 +124,31 @@ def test_serve_runs_the_app_and_a_worker_and_stops_both(
     assert proc.wait(timeout=60) == 0
     with pytest.raises(ProcessLookupError):
         os.kill(worker_pid, 0)
+
+
+def redis_answers() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=1) as conn:
+            conn.sendall(b"PING\r\n")
+            return conn.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not redis_answers(), reason="no Redis on 127.0.0.1:6379")
+def test_serve_with_a_broker_configured_serves_only(tmp_path: Path) -> None:
+    home = tmp_path / "served"
+    MemoryService(Settings(home=home)).init("default")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITMEM_", "SLACK_"))}
+    env.update(GITMEM_HOME=str(home), GITMEM_BROKER_URL="redis://127.0.0.1:6379/14",
+               GITMEM_CELERY_QUEUE=f"gitmem-serve-test-{port}")
+    proc = subprocess.Popen([sys.executable, "-m", "gitmem", "serve", "--port", str(port), "--workers", "1"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        health = wait_for(f"http://127.0.0.1:{port}", "broker")
+        assert health["broker"]["embedded"] is False  # type: ignore[index]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert "background worker" not in err

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 from flask import Flask
-from flask.testing import FlaskClient
 
 from gitmem.keys import KeyStore
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from gitmem.web import create_app
 from gitmem.web.auth import sign
+
+from .conftest import Client, typed_client
 
 SECRET = "webhook-shared-secret"
 URL = "/api/v1/feedback"
@@ -30,9 +31,9 @@ def hsvc(settings: Settings) -> Iterator[MemoryService]:
 
 
 @pytest.fixture
-def hclient(hsvc: MemoryService) -> FlaskClient:
+def hclient(hsvc: MemoryService) -> Client:
     app: Flask = create_app(service=hsvc)
-    return app.test_client()
+    return typed_client(app)
 
 
 @pytest.fixture
@@ -47,7 +48,8 @@ def writer(hsvc: MemoryService) -> dict[str, str]:
     return {"X-API-Key": KeyStore(hsvc.settings.home).create("default", "writer", name="ci-bot")[0]}
 
 
-def signed(body: dict[str, object], *, at: float | None = None, secret: str = SECRET) -> tuple[bytes, dict[str, str]]:
+def signed(body: Mapping[str, object], *, at: float | None = None,
+           secret: str = SECRET) -> tuple[bytes, dict[str, str]]:
     raw = json.dumps(body).encode()
     stamp = int(time.time() if at is None else at)
     return raw, {"Content-Type": "application/json", "X-Gitmem-Timestamp": str(stamp),
@@ -58,7 +60,7 @@ def trailers(svc: MemoryService) -> dict[str, list[str]]:
     return svc.log("default", limit=1)[0].trailers
 
 
-def test_confirm_marks_verified_and_names_the_actor(hclient: FlaskClient, hsvc: MemoryService, mid: str,
+def test_confirm_marks_verified_and_names_the_actor(hclient: Client, hsvc: MemoryService, mid: str,
                                                     writer: dict[str, str],
                                                     fsck: Callable[[str], None]) -> None:
     response = hclient.post(URL, headers=writer,
@@ -71,7 +73,7 @@ def test_confirm_marks_verified_and_names_the_actor(hclient: FlaskClient, hsvc: 
     fsck("default")
 
 
-def test_reject_archives_with_the_reason(hclient: FlaskClient, hsvc: MemoryService, mid: str,
+def test_reject_archives_with_the_reason(hclient: Client, hsvc: MemoryService, mid: str,
                                          writer: dict[str, str]) -> None:
     response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "reject",
                                                        "text": "it is reset weekly now"})
@@ -81,7 +83,7 @@ def test_reject_archives_with_the_reason(hclient: FlaskClient, hsvc: MemoryServi
     assert trailers(hsvc)["Actor"] == ["ci-bot"]
 
 
-def test_discuss_adds_to_the_thread_and_leaves_the_memory(hclient: FlaskClient, hsvc: MemoryService,
+def test_discuss_adds_to_the_thread_and_leaves_the_memory(hclient: Client, hsvc: MemoryService,
                                                           mid: str, writer: dict[str, str]) -> None:
     before = hsvc.show("default", mid)
     response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "discuss",
@@ -91,7 +93,7 @@ def test_discuss_adds_to_the_thread_and_leaves_the_memory(hclient: FlaskClient, 
     assert hsvc.show("default", mid) == before
 
 
-def test_amend_by_a_writer_opens_a_review_and_leaves_main(hclient: FlaskClient, hsvc: MemoryService,
+def test_amend_by_a_writer_opens_a_review_and_leaves_main(hclient: Client, hsvc: MemoryService,
                                                           mid: str, writer: dict[str, str]) -> None:
     before = hsvc.status("default")["head"]
     response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "amend",
@@ -101,7 +103,7 @@ def test_amend_by_a_writer_opens_a_review_and_leaves_main(hclient: FlaskClient, 
     assert hsvc.show("default", mid).text == "The staging database is reset every night"
 
 
-def test_amend_by_a_maintainer_changes_main(hclient: FlaskClient, hsvc: MemoryService, mid: str) -> None:
+def test_amend_by_a_maintainer_changes_main(hclient: Client, hsvc: MemoryService, mid: str) -> None:
     alice = {"X-API-Key": KeyStore(hsvc.settings.home).create("default", "writer", name="alice")[0]}
     response = hclient.post(URL, headers=alice, json={"memory_id": mid, "action": "amend",
                                                       "text": "The staging database is reset weekly"})
@@ -109,7 +111,7 @@ def test_amend_by_a_maintainer_changes_main(hclient: FlaskClient, hsvc: MemorySe
     assert hsvc.show("default", mid).text == "The staging database is reset weekly"
 
 
-def test_a_writer_key_cannot_pose_as_a_maintainer(hclient: FlaskClient, hsvc: MemoryService, mid: str,
+def test_a_writer_key_cannot_pose_as_a_maintainer(hclient: Client, hsvc: MemoryService, mid: str,
                                                   writer: dict[str, str]) -> None:
     before = hsvc.status("default")["head"]
     response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "amend",
@@ -118,7 +120,7 @@ def test_a_writer_key_cannot_pose_as_a_maintainer(hclient: FlaskClient, hsvc: Me
     assert hsvc.status("default")["head"] == before
 
 
-def test_signed_request_is_accepted_once(hclient: FlaskClient, hsvc: MemoryService, mid: str) -> None:
+def test_signed_request_is_accepted_once(hclient: Client, hsvc: MemoryService, mid: str) -> None:
     raw, headers = signed({"memory_id": mid, "action": "confirm", "actor": "slack:U123"})
     first = hclient.post(URL, data=raw, headers=headers)
     assert first.status_code == 200 and first.json["memory"]["verified"] == ["slack:U123"]
@@ -129,7 +131,7 @@ def test_signed_request_is_accepted_once(hclient: FlaskClient, hsvc: MemoryServi
 
 
 @pytest.mark.parametrize("forge", ["stale", "future", "wrong-secret", "tampered", "no-timestamp"])
-def test_stale_or_forged_signatures_are_401(hclient: FlaskClient, hsvc: MemoryService, mid: str,
+def test_stale_or_forged_signatures_are_401(hclient: Client, hsvc: MemoryService, mid: str,
                                             forge: str) -> None:
     body = {"memory_id": mid, "action": "reject", "actor": "mallory"}
     at = {"stale": time.time() - 3600, "future": time.time() + 3600}.get(forge)
@@ -144,7 +146,7 @@ def test_stale_or_forged_signatures_are_401(hclient: FlaskClient, hsvc: MemorySe
     assert hsvc.status("default")["head"] == before
 
 
-def test_signatures_are_refused_when_no_secret_is_set(client: FlaskClient, svc: MemoryService) -> None:
+def test_signatures_are_refused_when_no_secret_is_set(client: Client, svc: MemoryService) -> None:
     raw, headers = signed({"memory_id": "0123456789", "action": "confirm"})
     response = client.post(URL, data=raw, headers=headers)
     assert response.status_code == 401 and "GITMEM_HMAC_SECRET" in response.json["error"]["message"]
@@ -158,7 +160,7 @@ def test_signatures_are_refused_when_no_secret_is_set(client: FlaskClient, svc: 
      ({"memory_id": "0123456789", "action": "applaud"}, 400),
      ({"memory_id": "0123456789", "action": "confirm", "namespace": "elsewhere"}, 403)],
 )
-def test_bad_feedback_changes_nothing(hclient: FlaskClient, hsvc: MemoryService, writer: dict[str, str],
+def test_bad_feedback_changes_nothing(hclient: Client, hsvc: MemoryService, writer: dict[str, str],
                                       body: dict[str, str], status: int) -> None:
     before = hsvc.status("default")["head"]
     response = hclient.post(URL, headers=writer, json=body)
@@ -166,7 +168,7 @@ def test_bad_feedback_changes_nothing(hclient: FlaskClient, hsvc: MemoryService,
     assert hsvc.status("default")["head"] == before
 
 
-def test_reader_key_cannot_give_feedback(hclient: FlaskClient, hsvc: MemoryService, mid: str) -> None:
+def test_reader_key_cannot_give_feedback(hclient: Client, hsvc: MemoryService, mid: str) -> None:
     reader = {"X-API-Key": KeyStore(hsvc.settings.home).create("default", "reader")[0]}
     response = hclient.post(URL, headers=reader, json={"memory_id": mid, "action": "confirm"})
     assert response.status_code == 403
