@@ -148,7 +148,12 @@ class SearchIndex:
                 db.execute("DELETE FROM memories")
                 db.execute("DELETE FROM fts")
                 db.execute("DELETE FROM problems")
-            for old_path, new_path in store.changed_paths(old, head):
+                # A rebuild takes each file from one walk of the tree; looking every path up
+                # again would decompress its folder's tree once per file.
+                for path, content in store.files(head):
+                    if is_memory_path(path):
+                        self._add(db, path, content)
+            for old_path, new_path in store.changed_paths(old, head) if old is not None else ():
                 if old_path and is_memory_path(old_path):
                     self._remove(db, old_path)
                 if new_path and is_memory_path(new_path):
