@@ -158,7 +158,7 @@ def test_bad_and_unknown_ids(slack: Slack) -> None:
     slack.command("forget 0123456789")
     reply = slack.last("respond")
     assert reply.args["response_type"] == "ephemeral"
-    assert "no memory 0123456789" in reply.text and "/mem help" in reply.text
+    assert ":warning:" in reply.text and "0123456789" in reply.text and "/mem help" in reply.text
     assert len(slack.commits()) == before
 
 
@@ -167,3 +167,8 @@ def test_text_over_the_limit_is_refused(slack: Slack) -> None:
     slack.command("remember " + "x" * 5000)
     assert "limit is 4000" in slack.last("respond").text
     assert len(slack.commits()) == before
+
+
+def test_review_with_nothing_open(slack: Slack) -> None:
+    slack.command("review")
+    assert "No open reviews in `default`" in slack.last("respond").text

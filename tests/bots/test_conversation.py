@@ -207,3 +207,13 @@ def test_amend_by_anyone_else_opens_a_review(slack: Slack, svc: MemoryService) -
     (review,) = svc.reviews.list("default", status="open")
     assert review.kind == "amend" and review.author == f"slack:{BOB}"
     assert f"review #{review.number}" in slack.last("chat.update").text
+
+
+def test_a_button_on_a_memory_that_is_gone_says_so(slack: Slack, svc: MemoryService) -> None:
+    memory_id, ack = spoken(slack, "a memory about to be purged")
+    svc.forget("default", memory_id, purge=True, actor="admin")
+    before = len(slack.commits())
+    slack.press(ack, "gitmem_confirm", user=BOB)  # type: ignore[arg-type]
+    told = slack.last("chat.postEphemeral")
+    assert told.args["user"] == BOB and memory_id in told.text and ":warning:" in told.text
+    assert len(slack.commits()) == before
