@@ -11,6 +11,7 @@ import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -83,11 +84,23 @@ def redraw_posted(bot: Bot, client: WebClient, namespace: str, number: int, outc
     return target
 
 
+def notifier_installed() -> bool:
+    """Whether ``bots.slack.notify:on_event`` is installed as a ``gitmem.notifiers`` entry point."""
+    from gitmem.notify import ENTRY_POINT_GROUP
+
+    return any(point.value == "bots.slack.notify:on_event" for point in entry_points(group=ENTRY_POINT_GROUP))
+
+
 def show_decision(bot: Bot, client: WebClient, body: Mapping[str, Any], target: Target, namespace: str,
                   number: int, review: Mapping[str, Any], list_message: bool) -> None:
     """Redraw the message the decision came from, and the review's channel message."""
     outcome = review_outcome(review)
-    posted = redraw_posted(bot, client, namespace, number, outcome)
+    if notifier_installed():
+        # The review.closed event already redrew the channel message (bots.slack.notify).
+        stored = PostedReviews(bot.settings.state_dir).load(namespace, number)
+        posted = Target(stored["channel"], stored["ts"]) if stored else None
+    else:
+        posted = redraw_posted(bot, client, namespace, number, outcome)
     if list_message:
         still_open = [r.to_dict() for r in bot.service.reviews.list(namespace, status="open")]
         bot.update(client, target, [*review_list_blocks(namespace, still_open), context(f"#{number}: {outcome}")],

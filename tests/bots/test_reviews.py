@@ -116,7 +116,8 @@ def test_approve_merges_and_updates_the_message_for_everyone(
     assert review.status == "merged" and review.decided_by == f"slack:{REVIEWER}"
     assert svc.status("default")["by_state"]["active"] == 1
     updates = slack.calls("chat.update")
-    assert updates and all(u.args["channel"] == REVIEW_CHANNEL for u in updates)
+    assert len(updates) == (1 if installed() else 2)  # the review.closed event redraws it too
+    assert all(u.args["channel"] == REVIEW_CHANNEL for u in updates)
     assert all(u.args["ts"] == message.response["ts"] for u in updates)
     last = updates[-1]
     assert f"Approved by <@{REVIEWER}>" in last.text
