@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gitmem.concepts import TYPES, Memory, now
+from gitmem.concepts import TYPES, Memory, now, title_from
 from gitmem.templating import render_template
 
 from .text import SECTION_LIMIT, clip, escape, person
@@ -94,12 +94,10 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
                 notice: str | None = None, at: datetime | None = None) -> list[Block]:
     """One memory: its title and text, what is known about it, and the feedback buttons."""
     at = at or now()
-    head = f"*{escape(memory.title)}*  `{memory.type}` `{memory.id}`"
-    body = escape(memory.text)
-    if memory.text.strip() == memory.title.strip():
-        section = head
-    else:
-        section = f"{head}\n{body}"
+    head = f"`{memory.type}` `{memory.id}`"
+    if memory.title != title_from(memory.text):
+        head += f"  *{escape(memory.title)}*"  # a title of its own, not just the first line
+    section = f"{head}\n{escape(memory.text)}"
     facts = [f"potency {memory.potency_at(at):.2f}", f"by {person(memory.author)}"]
     if memory.state != "active":
         facts.append(memory.state)
