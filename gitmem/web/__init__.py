@@ -8,8 +8,8 @@ kept in ``app.extensions["gitmem"]``. Run it with ``gitmem serve`` or, in produc
 from __future__ import annotations
 
 import logging
+import os
 import secrets
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -38,23 +38,18 @@ def secret_key(settings: Settings) -> str:
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    candidate = secrets.token_urlsafe(48)
     tmp = path.with_name(f"secret_key.{secrets.token_hex(4)}")
-    tmp.write_text(candidate, encoding="utf-8")
-    tmp.chmod(0o600)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(secrets.token_urlsafe(48))
     try:
         # link() fails if another process won the race; everyone then reads the winner's key.
-        _link(tmp, path)
+        os.link(tmp, path)
+    except FileExistsError:
+        pass
     finally:
         tmp.unlink(missing_ok=True)
     return path.read_text(encoding="utf-8").strip()
-
-
-def _link(src: Path, dest: Path) -> None:
-    try:
-        dest.hardlink_to(src)
-    except FileExistsError:
-        pass
 
 
 def create_app(settings: Settings | None = None, service: MemoryService | None = None) -> Flask:
