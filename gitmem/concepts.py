@@ -365,7 +365,9 @@ def _from_meta(meta: dict[str, Any], body: str, path: str) -> Memory:
     if not 0.0 <= potency <= 1.0:
         raise ValueError(f"'potency' must be between 0 and 1, not {potency}")
     stamp = parse_time(meta.get("timestamp"))
-    created = parse_time(meta.get("created")) or stamp or datetime(1970, 1, 1, tzinfo=UTC)
+    # A file written by hand may carry no date at all: take it as new rather than as written in
+    # 1970, which would decay it to nothing and hide it from recall.
+    created = parse_time(meta.get("created")) or stamp or parse_time(meta.get("updated")) or now()
     source = str(meta.get("source") or "import")
     return Memory(
         id=memory_id,

@@ -82,6 +82,8 @@ def test_a_hand_written_minimal_file_parses_with_defaults() -> None:
     assert parsed.potency == concepts.NEW_POTENCY
     assert parsed.state == "active"
     assert parsed.source == "import"
+    assert parsed.created >= concepts.now() - timedelta(minutes=1), "no date: new, not from 1970"
+    assert concepts.tier(parsed.potency_at(concepts.now())) == "active"
 
 
 @pytest.mark.parametrize("data,reason", [

@@ -631,7 +631,6 @@ def test_a_malformed_file_pushed_by_hand_breaks_nothing_else(svc: MemoryService,
     fsck("default")
 
 
-@pytest.mark.xfail(strict=True, reason="a file without dates is taken as created in 1970: fully decayed")
 def test_a_hand_written_memory_without_dates_is_recalled(svc: MemoryService, tmp_path: Path) -> None:
     push_by_hand(svc, tmp_path, {"lesson/no-dates.md": "---\ntype: lesson\nid: abcdef0123\n---\nPin queues.\n"})
     assert svc.show("default", "abcdef0123").text == "Pin queues."
