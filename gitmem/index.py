@@ -124,6 +124,29 @@ class SearchIndex:
             raise
         self.db.execute("COMMIT")
 
+    @contextmanager
+    def at(self, store: Store, head: pygit2.Commit) -> Iterator[None]:
+        """Read the index as of ``head`` for the whole block, whatever other processes sync meanwhile.
+
+        Several processes share one index file and each syncs it to the head it planned on; without
+        a snapshot, one that read an older head could move the index back between another's sync
+        and its queries, and the write gate would miss a memory that is on main (a duplicate).
+        """
+        if self.db.in_transaction:  # already pinned by an outer block
+            yield
+            return
+        head_id = str(head.id)
+        while True:
+            self.sync(store, head)
+            self.db.execute("BEGIN")  # WAL: the first read below fixes the snapshot
+            if self.indexed_commit() == head_id:
+                break
+            self.db.execute("COMMIT")
+        try:
+            yield
+        finally:
+            self.db.execute("COMMIT")
+
     def indexed_commit(self) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key='commit'").fetchone()
         return row[0] if row else None

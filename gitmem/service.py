@@ -448,7 +448,8 @@ class MemoryService:
         planned: list[tuple[str, Change]] = []
 
         def recorded(head: pygit2.Commit) -> Change | None:
-            change: Change | None = plan(head)
+            with ns.index.at(ns.store, head):
+                change: Change | None = plan(head)
             planned[:] = [] if change is None else [(str(head.id), change)]
             return change
 
