@@ -324,3 +324,15 @@ class UsageLog:
 
     def clear(self, up_to: int) -> None:
         self.db.execute("DELETE FROM uses WHERE seq <= ?", (up_to,))
+
+    @contextmanager
+    def folding(self) -> Iterator[None]:
+        """Hold the log's write lock from reading the uses to clearing them, so that two processes
+        folding at once do not both count the same uses (new uses wait; reads do not)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")

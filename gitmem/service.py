@@ -733,7 +733,7 @@ class MemoryService:
 
     def fold_usage(self, namespace: str, *, actor: str | None = None) -> str | None:
         """Fold the recorded uses into the memory files in one commit; None when there were none."""
-        with self._using(namespace) as ns:
+        with self._using(namespace) as ns, ns.usage.folding():
             high = ns.usage.high_water()
             if not high:
                 return None

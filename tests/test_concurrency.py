@@ -90,3 +90,30 @@ def test_the_same_statement_from_four_processes_is_stored_once(settings: Setting
     assert all(m.access_count == PROCESSES - 1 for m in stored), "no reinforcement lost"
     assert_linear(settings.repos_dir / "default.git", count * PROCESSES + 1)
     fsck("default")
+
+
+def recall_and_fold(home: str, worker: int, count: int) -> list[tuple[str, str]]:
+    """Recall (recording uses) and fold the usage log, ``count`` times; return the uses recorded."""
+    service = MemoryService(Settings(home=Path(home)))
+    try:
+        out = []
+        for _ in range(count):
+            for hit in service.recall("default", "shared rule about folding"):
+                out.append((hit.memory.id, "used"))
+            service.fold_usage("default", actor=f"worker-{worker}")
+        return out
+    finally:
+        service.close()
+
+
+def test_uses_folded_by_four_processes_at_once_are_counted_once(settings: Settings, svc: MemoryService,
+                                                                fsck: Callable[[str], None]) -> None:
+    for i in range(3):
+        svc.remember("default", f"Shared rule about folding number {i}.")
+    used = run(recall_and_fold, settings.home, 15)
+    svc.fold_usage("default")
+    expected = Counter(memory_id for memory_id, _ in used)
+    stored = {m.id: m.access_count for m in svc.list("default")}
+    assert stored == dict(expected), "every use counted exactly once"
+    assert svc.status("default")["pending_uses"] == 0
+    fsck("default")
