@@ -248,6 +248,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "api.json")
     args = parser.parse_args()
 
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="gitmem-bench-api-") as tmp:
         base = Path(tmp)
         direct = bench_direct(base / "direct", statements(args.writes, "direct"))
@@ -258,6 +259,7 @@ def main() -> None:
 
     result = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": platform.platform(),
               "cpus": os.cpu_count(), "python": platform.python_version(),
+              "load_average": {"before": load_before, "after": os.getloadavg()},
               "direct": direct, "api": api, "clone": clone,
               "ratios": {"api_vs_direct_rate": api["per_second"] / direct["per_second"],
                          "http_vs_local_clone": clone["http_s"] / clone["local_path_s"],
@@ -289,7 +291,8 @@ def main() -> None:
     print(f"| local path, --no-local --bare (baseline) | {clone['no_local_bare_s']:.3f} | 1.00 |")
     print(f"| HTTP --bare, reader key | {clone['http_bare_s']:.3f} | "
           f"{result['ratios']['http_vs_local_transfer_only']:.2f} |")
-    print(f"\nJSON: {args.json}")
+    print(f"\nLoad average (1 min) before/after: {load_before[0]:.2f}/{result['load_average']['after'][0]:.2f} "
+          f"on {os.cpu_count()} CPUs. JSON: {args.json}")
     if not (api["all_present"] and api["fsck_clean"]):
         sys.exit(1)
 
