@@ -97,19 +97,23 @@ class SearchIndex:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.db = _connect(path)
-        version = None
-        try:
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-            version = row[0] if row else None
-        except sqlite3.OperationalError:
-            pass
-        if version != _SCHEMA_VERSION:
-            self.db.executescript(
-                "DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS memories; "
-                "DROP TABLE IF EXISTS problems; DROP TABLE IF EXISTS fts;"
-            )
-            self.db.executescript(_SCHEMA)
-            self.db.execute("INSERT INTO meta VALUES('schema', ?)", (_SCHEMA_VERSION,))
+        # Check and (re)create the schema under the write lock: processes opening a new index at
+        # once would otherwise each drop the tables another had just made.
+        with self._write() as db:
+            version = None
+            try:
+                row = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+                version = row[0] if row else None
+            except sqlite3.OperationalError:
+                pass
+            if version != _SCHEMA_VERSION:
+                for table in ("meta", "memories", "problems", "fts"):
+                    db.execute(f"DROP TABLE IF EXISTS {table}")
+                # executescript() would commit the transaction; run the statements one by one.
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute("INSERT INTO meta VALUES('schema', ?)", (_SCHEMA_VERSION,))
 
     def close(self) -> None:
         self.db.close()

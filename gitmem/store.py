@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import random
 import re
+import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -101,13 +102,24 @@ class Store:
     def create(cls, path: Path, readme: bytes) -> Store:
         """Create the bare repository with its first commit, or open it if it exists."""
         if not (path / "HEAD").exists():
+            # Build it beside its place and rename it in: processes creating the same namespace
+            # at once would otherwise fight over its config file; the first rename wins.
             path.parent.mkdir(parents=True, exist_ok=True)
-            repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+            staging = path.with_name(f".{path.name}.{os.getpid()}.{random.getrandbits(32):08x}")
+            repo = pygit2.init_repository(str(staging), bare=True, initial_head="main")
             repo.config["core.logAllRefUpdates"] = "always"
             repo.config["user.name"] = "gitmem"
             repo.config["user.email"] = "gitmem@localhost"
             # Served over smart HTTP; lets `git clone` work without a `git update-server-info`.
             repo.config["http.receivepack"] = "false"
+            del repo
+            try:
+                os.rename(staging, path)
+            except OSError:
+                if not (path / "HEAD").exists():
+                    shutil.rmtree(staging, ignore_errors=True)
+                    raise
+                shutil.rmtree(staging, ignore_errors=True)  # another process created it first
         store = cls(path)
         if store.head_id() is None:
             change = Change({"README.md": readme}, "Initialize memory repository", "init")

@@ -117,3 +117,29 @@ def test_uses_folded_by_four_processes_at_once_are_counted_once(settings: Settin
     assert stored == dict(expected), "every use counted exactly once"
     assert svc.status("default")["pending_uses"] == 0
     fsck("default")
+
+
+def init_and_write(home: str, worker: int, count: int) -> list[tuple[str, str]]:
+    """Create the namespace ``fresh`` (as every other worker does at the same moment) and write to it."""
+    service = MemoryService(Settings(home=Path(home)))
+    try:
+        service.init("fresh")
+        out = []
+        for i in range(count):
+            result = service.remember("fresh", f"Worker {worker} wrote into a fresh namespace, note {i}.")
+            out.append((result.memory.id if result.memory else "", result.outcome))
+        return out
+    finally:
+        service.close()
+
+
+def test_four_processes_creating_one_namespace_at_once(settings: Settings, fsck: Callable[[str], None]) -> None:
+    written = run(init_and_write, settings.home, 5)
+    assert {outcome for _, outcome in written} == {"added"}
+    service = MemoryService(settings)
+    assert {m.id for m in service.list("fresh")} == {memory_id for memory_id, _ in written}
+    service.close()
+    assert sorted(p.name for p in settings.repos_dir.iterdir()) == ["fresh.git"], \
+        "no staging folders left behind"
+    assert_linear(settings.repos_dir / "fresh.git", PROCESSES * 5 + 1)
+    fsck("fresh")
