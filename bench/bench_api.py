@@ -257,7 +257,7 @@ def main() -> None:
         clone = bench_clone(base / "clone-home", args.clone_memories, args.rounds, args.workers,
                             args.threads)
 
-    result = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": platform.platform(),
+    result: dict[str, Any] = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": platform.platform(),
               "cpus": os.cpu_count(), "python": platform.python_version(),
               "load_average": {"before": load_before, "after": os.getloadavg()},
               "direct": direct, "api": api, "clone": clone,
