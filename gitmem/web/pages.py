@@ -7,6 +7,7 @@ Memory text is rendered as Markdown with raw HTML disabled, so a memory cannot r
 
 from __future__ import annotations
 
+import difflib
 import hmac
 import secrets
 from datetime import UTC, datetime
@@ -54,6 +55,13 @@ def _timestamp(seconds: Any) -> str:
     return iso(datetime.fromtimestamp(int(seconds), UTC))
 
 
+def side_by_side(old: str | None, new: str | None) -> Markup:
+    """A two-column diff table (difflib escapes every line it shows)."""
+    table = difflib.HtmlDiff(wrapcolumn=60).make_table(
+        (old or "").splitlines(), (new or "").splitlines(), "before", "after", context=True, numlines=2)
+    return Markup(table)  # noqa: S704 - HtmlDiff escapes &, < and > in every line
+
+
 # --- session, CSRF ---------------------------------------------------------------------------------
 
 
@@ -67,7 +75,8 @@ def csrf_token() -> str:
 
 @bp.app_context_processor
 def _globals() -> dict[str, Any]:
-    return {"csrf_token": csrf_token, "markdown": markdown, "signed_in": session.get("key_name")}
+    return {"csrf_token": csrf_token, "markdown": markdown, "side_by_side": side_by_side,
+            "signed_in": session.get("key_name")}
 
 
 @bp.before_request
@@ -236,7 +245,7 @@ def review(ns: str, number: str) -> str:
     service().ns(ns)
     return render_template("review.html", ns=ns, review=reviews().get(ns, n),
                            commits=reviews().diff(ns, n), can_review=who.allows(ns, "reviewer"),
-                           can_write=who.allows(ns, "writer"))
+                           can_write=who.allows(ns, "writer"), split=request.args.get("view") == "split")
 
 
 @bp.post("/ns/<ns>/reviews/<number>")

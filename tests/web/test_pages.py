@@ -196,3 +196,16 @@ def test_approve_selected_commits_only(client: Client, keys: Keys, svc: MemorySe
     assert done.status_code == 303
     assert svc.show("default", first).text == "Python 3.12 is the floor"
     assert svc.show("default", second).text == "Node 20 for the frontend"
+
+
+def test_side_by_side_diff_escapes_what_it_shows(client: Client, keys: Keys, svc: MemoryService,
+                                                 remember: Callable[..., str]) -> None:
+    mid = remember("Escape output in templates")
+    number = svc.feedback("default", mid, "amend", actor="sam",
+                          text="Escape output: never emit <script>alert(1)</script> raw").review
+    signed_in(client, keys.reader)
+    page = client.get(f"/ns/default/reviews/{number}?view=split").get_data(as_text=True)
+    page = page.replace("&nbsp;", " ")
+    assert 'class="diff"' in page and "before" in page and "after" in page
+    assert "Escape output in templates" in page
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
