@@ -254,6 +254,7 @@ def test_highly_similar_pairs_get_update_delete_or_ignore(svc: MemoryService, ll
     new = plant(svc, "Always use pnpm to install packages in the web app, never npm.", days=1)
     fake, llm = llm_server(lambda r: answer(action="delete", memory=None, reason="the newer one replaces it"))
     result = consolidate.run(svc, "default", llm=llm)
+    assert result.review is not None
     assert fake.kinds() == ["pair"]
     assert [m["id"] for m in fake.requests[0].memories] == [old.id, new.id]  # target is the older
     assert result.plan.clusters[0].pair
@@ -268,6 +269,7 @@ def test_pair_update_folds_the_details_into_the_target(svc: MemoryService, llm_s
     updated = "Always use pnpm (never npm) to install packages in the web app."
     _, llm = llm_server(lambda r: answer(action="update", memory=updated, reason="same fact, more detail"))
     result = consolidate.run(svc, "default", llm=llm)
+    assert result.review is not None
     svc.reviews.approve("default", result.review, actor="carol")
     [kept] = svc.list("default")
     assert (kept.id, kept.text, kept.access_count) == (old.id, updated, 3)
