@@ -266,7 +266,15 @@ class Reviews:
             return Review(number, namespace, title, "open", kind, branch, base, head, author, at, at,
                           description)
 
-        return self._save(namespace, None, make, f"open {title}", author)
+        review = self._save(namespace, None, make, f"open {title}", author)
+        if kind != "consolidation":  # a consolidation run announces its own review, with its merges
+            from . import notify
+
+            notify.publish(self.service, {"event": "review.opened", "namespace": namespace,
+                                          "review": review.to_dict(),
+                                          "summary": f"{author} proposes: {title}, review #{review.number}",
+                                          "merges": []})
+        return review
 
     def comment(self, namespace: str, number: int, *, actor: str, text: str) -> Review:
         """Add a comment to a review's thread (any status)."""

@@ -363,3 +363,19 @@ def test_an_unknown_namespace_is_a_clear_error(svc: MemoryService) -> None:
     with pytest.raises(NamespaceNotFound, match="gitmem init"):
         consolidate.run(svc, "nope")
     assert svc.ns("default").store.head_id(MAIN) is not None
+
+
+def test_a_failing_subscriber_never_fails_the_run(svc: MemoryService, caplog: pytest.LogCaptureFixture) -> None:
+    plant(svc, "Use descriptive variable and method names.")
+    plant(svc, "Use descriptive variable and method names (e.g., IsUserSignedIn).")
+
+    def broken(service: MemoryService, event: dict[str, Any]) -> None:
+        raise RuntimeError("chat is down")
+
+    notify.subscribe(broken)
+    try:
+        result = consolidate.run(svc, "default")
+    finally:
+        notify.unsubscribe(broken)
+    assert result.review == 1
+    assert "chat is down" in caplog.text

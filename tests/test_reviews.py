@@ -184,8 +184,18 @@ def test_bad_input_is_refused_and_changes_nothing(svc: MemoryService) -> None:
 def test_an_amendment_by_a_non_maintainer_is_reviewed_then_merged(svc: MemoryService) -> None:
     memory = svc.remember("default", "Use pnpm.").memory
     assert memory is not None
-    result = svc.feedback("default", memory.id, "amend", actor="eve", text="Use pnpm 9, not npm.")
+    seen: list[dict[str, Any]] = []
+
+    def listen(service: MemoryService, event: dict[str, Any]) -> None:
+        seen.append(event)
+
+    notify.subscribe(listen)
+    try:
+        result = svc.feedback("default", memory.id, "amend", actor="eve", text="Use pnpm 9, not npm.")
+    finally:
+        notify.unsubscribe(listen)
     assert result.review is not None
+    assert seen[0]["event"] == "review.opened" and seen[0]["summary"].startswith("eve proposes: Amend")
     review = svc.reviews.get("default", result.review)
     assert review.kind == "amend" and review.author == "eve"
     assert svc.show("default", memory.id).text == "Use pnpm."
