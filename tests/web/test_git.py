@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from .conftest import Keys
 
 
 def git(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ["PATH"], "HOME": str(cwd or Path.cwd()), "GIT_TERMINAL_PROMPT": "0",
+    env = {"PATH": os.environ["PATH"], "HOME": tempfile.gettempdir(), "GIT_TERMINAL_PROMPT": "0",
            "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"}
     return subprocess.run(["git", *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=60)
 
