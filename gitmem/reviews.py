@@ -155,9 +155,9 @@ class Reviews:
 
     # --- the record store ------------------------------------------------------------------------
 
-    def _store(self, namespace: str) -> Store:
+    def _store(self, namespace: str, *, create: bool = True) -> Store:
         store = self.service.ns(namespace).store
-        if store.head_id(REVIEWS_REF) is None:
+        if create and store.head_id(REVIEWS_REF) is None:
             oid = store.write_commit(None, Change({"README.md": _README}, "Initialize reviews", "init"))
             try:
                 store.move_ref(REVIEWS_REF, oid, None, "init reviews")
@@ -199,15 +199,18 @@ class Reviews:
         """Reviews oldest first, optionally only those with one status."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown review status {status!r}; use one of: {', '.join(STATUSES)}")
-        store = self._store(namespace)
+        store = self._store(namespace, create=False)
+        if store.head_id(REVIEWS_REF) is None:
+            return []  # no review was ever opened; reading creates nothing
         reviews = self._read(store, store.head(REVIEWS_REF), namespace)
         return [r for r in reviews if status is None or r.status == status]
 
     def get(self, namespace: str, number: int) -> Review:
         """One review by number."""
         number = _number(number)
-        store = self._store(namespace)
-        data = store.read(f"reviews/{number}.json", store.head(REVIEWS_REF))
+        store = self._store(namespace, create=False)
+        head = store.head_id(REVIEWS_REF)
+        data = None if head is None else store.read(f"reviews/{number}.json", store.commit(head))
         if data is None:
             raise ReviewNotFound(f"no review #{number} in namespace {namespace!r}; see `gitmem review list`")
         return replace(Review.from_dict(json.loads(data)), namespace=namespace)
@@ -357,8 +360,10 @@ class Reviews:
             approved = [str(c.id) for c in selected]
 
             def update(current: Review) -> Review:
+                # Main now holds the commits, so the record says merged whatever a racing
+                # approver in another process wrote meanwhile.
                 return replace(current, status="merged", merged_commit=str(tip.id), decided_by=actor,
-                               approved_commits=approved, updated=now())
+                               approved_commits=approved, stale_reason=None, updated=now())
 
             note = "" if len(selected) == len(every) else f" ({len(selected)} of {len(every)} commits)"
             review = self._save(namespace, number, update, f"approved by {actor}{note}", actor)
@@ -435,6 +440,8 @@ class Reviews:
 
     def _mark_stale(self, namespace: str, number: int, reason: str, actor: str) -> Review:
         def update(review: Review) -> Review:
+            if review.status != "open":  # e.g. merged by a racing approver in another process
+                raise Conflict(f"review #{number} is already {review.status}")
             return replace(review, status="stale", stale_reason=reason, updated=now())
 
         return self._save(namespace, number, update, "stale", actor)

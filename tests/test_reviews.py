@@ -253,3 +253,14 @@ def test_cli_consolidate_and_review_commands(svc: MemoryService, settings: Setti
     assert again.returncode == 4 and again.stderr.startswith("error: review #1 is already merged")
     missing = cli(settings, "review", "reject", "7", ok=False)
     assert missing.returncode == 3 and "no review #7" in missing.stderr
+
+
+def test_reading_reviews_writes_nothing(svc: MemoryService) -> None:
+    repo = svc.ns("default").store.repo
+    before = {name: str(repo.references[name].target) for name in repo.references}
+    assert svc.reviews.list("default") == []
+    with pytest.raises(ReviewNotFound):
+        svc.reviews.get("default", 1)
+    with pytest.raises(ReviewNotFound):
+        svc.reviews.diff("default", 1)
+    assert {name: str(repo.references[name].target) for name in repo.references} == before
