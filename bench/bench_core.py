@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import json
+import os
 import platform
 import pstats
 import random
@@ -344,6 +345,8 @@ def main(argv: list[str] | None = None) -> int:
         "libgit2": pygit2.LIBGIT2_VERSION,
         "git": subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip(),
         "command": " ".join(["bench/bench_core.py", *(argv if argv is not None else sys.argv[1:])]),
+        "cpus": os.cpu_count(),
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
         "writes": [],
     }
     with tempfile.TemporaryDirectory(prefix="gitmem-bench-") as folder:
@@ -356,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             service = MemoryService(Settings(home=tmp / "home-recall"))
             results["recall"] = bench_recall(service, texts, args.queries, args.seed)
             service.close()
+    results["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     print(markdown(results))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
