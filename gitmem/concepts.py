@@ -229,8 +229,8 @@ def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200) -> 
         value = value.strip()
         if not value:
             continue
-        if _CONTROL.search(value) or _SURROGATE.search(value):
-            raise InvalidInput(f"{what} {value!r} holds control characters or invalid UTF-8")
+        if _CONTROL.search(value) or _SURROGATE.search(value) or "\n" in value:
+            raise InvalidInput(f"{what} {value!r} holds line breaks, control characters or invalid UTF-8")
         if len(value) > limit:
             raise InvalidInput(f"{what} {value[:40]!r}... is over {limit} characters")
         if value not in out:

@@ -882,8 +882,8 @@ class MemoryService:
             if fmt == "okf":
                 if dest is None:
                     raise InvalidInput("okf export needs a destination folder")
-                if dest.exists() and any(dest.iterdir()):
-                    raise InvalidInput(f"{dest} is not empty; give a new or empty folder")
+                if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+                    raise InvalidInput(f"{dest} is not an empty folder; give a new or empty folder")
                 for path, data in ns.store.files(head):
                     if is_memory_path(path):
                         target = dest / path

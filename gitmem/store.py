@@ -53,6 +53,9 @@ class Change:
             trailers.append(f"Source: {self.source}")
         trailers.append(f"Actor: {self.actor or 'gitmem'}")
         trailers.extend(f"{key}: {value}" for key, value in self.extra_trailers)
+        # One line each: a value with a line break (an actor's name, say) must not forge a
+        # trailer such as "Memory-Id:" that history() trusts.
+        trailers = [" ".join(trailer.split()) for trailer in trailers]
         summary = " ".join(self.summary.split())
         if len(summary) > 72:
             summary = summary[:71] + "…"

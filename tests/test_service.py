@@ -276,6 +276,14 @@ def test_forget_archives_and_purge_deletes(svc: MemoryService, fsck: Fsck) -> No
     fsck("default")
 
 
+def test_an_actor_name_cannot_slip_a_commit_into_another_memorys_history(svc: MemoryService) -> None:
+    victim = svc.remember("default", "The victim memory.").memory
+    other = svc.remember("default", "Another memory.").memory
+    assert victim and other
+    svc.forget("default", other.id, actor=f"mallory\nMemory-Id: {victim.id}")
+    assert [c.action for c in svc.history("default", victim.id)] == ["remember"]
+
+
 def test_history_lists_the_commits_of_one_memory_newest_first(svc: MemoryService) -> None:
     memory = svc.remember("default", "Cache keys include the locale.").memory
     other = svc.remember("default", "Logs are kept for 30 days.").memory
@@ -566,8 +574,11 @@ def test_exports(svc: MemoryService, tmp_path: Path) -> None:
     okf_index = (dest / "index.md").read_text(encoding="utf-8")
     assert okf_index.startswith("---\nokf_version: \"0.1\"")
     assert f"(/{c.path}) (archived)" in okf_index
-    with pytest.raises(InvalidInput, match="not empty"):
+    with pytest.raises(InvalidInput, match="not an empty folder"):
         svc.export("default", "okf", dest)
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(InvalidInput, match="not an empty folder"):
+        svc.export("default", "okf", tmp_path / "a-file")
     with pytest.raises(InvalidInput, match="needs a destination"):
         svc.export("default", "okf")
     with pytest.raises(InvalidInput, match="unknown export format"):
@@ -685,6 +696,10 @@ BAD_INPUT: list[tuple[str, Callable[[MemoryService, str], object], type[GitmemEr
     ("invalid UTF-8 bytes", lambda s, i: s.remember("default", b"caf\xe9"), InvalidInput,  # type: ignore[arg-type]
      "not valid UTF-8"),
     ("surrogate in a tag", lambda s, i: s.remember("default", "x", tags=["a\udcff"]), InvalidInput, "tag"),
+    ("line break in a tag", lambda s, i: s.remember("default", "x", tags=["a\n---\nb"]), InvalidInput,
+     "line breaks"),
+    ("line break in an author", lambda s, i: s.remember("default", "x", author="a\nMemory-Id: 0123456789"),
+     InvalidInput, "line breaks"),
     ("unknown id: show", lambda s, i: s.show("default", UNKNOWN), MemoryNotFound, f"no memory {UNKNOWN}"),
     ("unknown id: amend", lambda s, i: s.amend("default", UNKNOWN, text="x"), MemoryNotFound, UNKNOWN),
     ("unknown id: forget", lambda s, i: s.forget("default", UNKNOWN), MemoryNotFound, UNKNOWN),

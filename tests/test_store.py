@@ -71,6 +71,15 @@ def test_long_summaries_are_cut_and_actor_names_are_made_safe(store: Store) -> N
     fsck(store)
 
 
+def test_a_line_break_in_a_value_cannot_forge_a_trailer(store: Store) -> None:
+    oid = write(store, {"fact/a.md": b"a\n"}, "x", memory_ids=("0123456789",),
+                actor="mallory\nMemory-Id: abcdefabcd\nAction: purge")
+    info = store.info(store.commit(oid))
+    assert info.memory_ids == ("0123456789",)
+    assert info.action == "remember"
+    assert info.actor == "mallory Memory-Id: abcdefabcd Action: purge"
+
+
 def test_trailers_are_read_from_the_last_paragraph() -> None:
     message = "remember: x\n\nBody mentioning Action: nothing\n\nMemory-Id: abc\nAction: merge\nActor: bo\n"
     assert parse_trailers(message) == {"Memory-Id": ["abc"], "Action": ["merge"], "Actor": ["bo"]}
