@@ -74,9 +74,17 @@ def check_id(memory_id: Any) -> str:
     return memory_id.strip().lower()
 
 
+def _relative(path: str) -> str:
+    """``./a/b`` and ``/a/b`` as ``a/b``; a leading dot of a name (``.github``) is kept."""
+    path = path.strip()
+    while path.startswith(("./", "/")):
+        path = path[2:] if path.startswith("./") else path[1:]
+    return path
+
+
 def path_matches(pattern: str, file: str) -> bool:
     """Whether a memory's path (a file, a folder or a glob) covers the caller's file."""
-    pattern, file = pattern.strip().lstrip("./"), file.strip().lstrip("./")
+    pattern, file = _relative(pattern), _relative(file)
     if not pattern or not file:
         return False
     if file == pattern or file.startswith(pattern.rstrip("/") + "/"):

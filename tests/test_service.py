@@ -22,7 +22,7 @@ from gitmem.errors import (
     NamespaceNotFound,
     RevertConflict,
 )
-from gitmem.service import MemoryService
+from gitmem.service import MemoryService, path_matches
 from gitmem.settings import Settings
 from gitmem.store import Change
 from tests.conftest import git
@@ -484,6 +484,21 @@ def test_recall_ranks_memories_about_the_callers_file_first(svc: MemoryService) 
     assert ranked[0].memory.id == specific.id and ranked[0].path_match
     by_file = svc.recall("default", path="web/views/home.py", record=False)
     assert [h.memory.id for h in by_file] == [folder.id]
+
+
+@pytest.mark.parametrize("pattern,file,matches", [
+    ("web/", "web/views/home.py", True),
+    ("./web", "web/app.py", True),
+    ("api/*.py", "./api/users.py", True),
+    ("package.json", "package.json", True),
+    (".github/workflows/", ".github/workflows/ci.yml", True),
+    (".github/", "github/readme.md", False),
+    (".env", "env", False),
+    ("web/", "webapp/x.py", False),
+    ("", "x.py", False),
+])
+def test_path_matches(pattern: str, file: str, matches: bool) -> None:
+    assert path_matches(pattern, file) is matches
 
 
 def test_archived_memories_are_never_recalled(svc: MemoryService) -> None:
