@@ -94,7 +94,8 @@ def rank_order(sets: Sequence[frozenset[str]]) -> list[list[int]]:
     """
     freq = Counter(token for s in sets for token in s)
     rank = {token: r for r, token in enumerate(sorted(freq, key=lambda t: (freq[t], t)))}
-    return [sorted(rank[t] for t in s) for s in sets]
+    lookup = rank.__getitem__
+    return [sorted(map(lookup, s)) for s in sets]
 
 
 def similar_pairs(sets: Sequence[frozenset[str]], threshold: float, k: int = 2, *,
@@ -223,7 +224,7 @@ def _compact(sets: Sequence[frozenset[str]], order: Sequence[Sequence[int]]) -> 
     canon: dict[str, str] = {}
     out: list[frozenset[str]] = [frozenset()] * len(sets)
     for i in sorted(range(len(sets)), key=lambda n: (order[n][:1], n)):
-        out[i] = frozenset([canon.setdefault(t, t) for t in sets[i]])
+        out[i] = frozenset(map(canon.setdefault, sets[i], sets[i]))
     return out
 
 
