@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from .concepts import Memory, iso
+from .concepts import Memory, clean_text, iso
 from .errors import InvalidInput, Unavailable
 from .settings import Settings
 from .similarity import similarity, token_set
@@ -294,7 +294,9 @@ class OpenAICompatible:
         merged, reason = data["merged"], data["reason"].strip() or "no reason given"
         if merged is None or not merged.strip():
             return MergeDecision(None, f"vetoed by the model: {reason}")
-        merged = merged.strip()
+        merged = _clean(merged)
+        if merged is None:
+            return MergeDecision(None, "vetoed: the merged text is not valid memory text")
         if len(merged) > max_chars * LENGTH_SLACK:
             return MergeDecision(None, f"vetoed: the merged text has {len(merged)} characters, over the "
                                        f"limit of {max_chars}")
@@ -310,12 +312,13 @@ class OpenAICompatible:
             return PairDecision("ignore", None, f"ignored: the model's answer did not parse ({exc})")
         action, text, reason = data["action"], data["memory"], data["reason"].strip() or "no reason given"
         if action == "update":
-            if not text or not text.strip():
-                return PairDecision("ignore", None, "ignored: the model said update but gave no text")
-            if len(text.strip()) > max_chars * LENGTH_SLACK:
-                return PairDecision("ignore", None, f"ignored: the updated text has {len(text.strip())} "
+            text = _clean(text) if isinstance(text, str) else None
+            if not text:
+                return PairDecision("ignore", None, "ignored: the model said update but gave no valid text")
+            if len(text) > max_chars * LENGTH_SLACK:
+                return PairDecision("ignore", None, f"ignored: the updated text has {len(text)} "
                                                     f"characters, over the limit of {max_chars}")
-            return PairDecision("update", text.strip(), reason)
+            return PairDecision("update", text, reason)
         return PairDecision(action, None, reason)
 
     def judge(self, memory: Memory, *, question: str, score: float | None = None) -> Judgement:
@@ -331,6 +334,14 @@ class OpenAICompatible:
             return Judgement("keep", f"kept: the model answered {data['verdict']!r}, not one of "
                                      f"{', '.join(verdicts)}")
         return Judgement(data["verdict"], data["reason"].strip() or "no reason given")
+
+
+def _clean(text: str) -> str | None:
+    """Model output as memory text (the same rules as a user's), or None when it breaks them."""
+    try:
+        return clean_text(text, limit=100_000)
+    except InvalidInput:
+        return None
 
 
 def llm_from_settings(settings: Settings) -> LLM:

@@ -191,3 +191,9 @@ def test_offline_pairs() -> None:
     decision = Offline().pair(older, newer, max_chars=200)
     assert (decision.action, decision.text) == ("update", newer.text)
     assert Offline().pair(mem("Use pnpm, not npm."), mem("Use npm, not yarn."), max_chars=200).action == "ignore"
+
+
+def test_model_text_that_is_not_valid_memory_text_is_a_veto() -> None:
+    with running(lambda r: answer(merged="Use tabs.\x00", reason="nul")) as fake:
+        decision = client(fake.url).merge([mem("a"), mem("b")], max_chars=200)
+    assert decision.text is None and "not valid memory text" in decision.reason
