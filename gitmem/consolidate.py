@@ -12,8 +12,10 @@ Clustering must not chain: union-find over pairs at 0.3 links almost every Engli
 every other through intermediaries. Clusters here are grown greedily from the most similar pair
 down, and two groups join only if every member of one is at least ``threshold`` similar to every
 member of the other (complete linkage), up to 8 members. Candidate pairs come from an inverted
-index with prefix filtering (the AllPairs similarity join), which finds exactly the pairs an
-all-pairs scan finds, without scanning all pairs.
+index with k-prefix filtering (an AllPairs similarity join), which finds exactly the pairs an
+all-pairs scan finds without scanning all pairs; pairs are taken in score bands, best first, and
+statements whose group is already full drop out before the wide bands. The result equals the
+all-pairs grouping (checked by the tests and ``bench/bench_consolidate.py``).
 """
 
 from __future__ import annotations
@@ -334,12 +336,6 @@ class Plan:
             "lifecycle": [a.to_dict() for a in self.lifecycle],
             "llm_calls": self.llm_calls,
         }
-
-
-def _tokens(memory: Memory) -> frozenset[str]:
-    from .similarity import token_set
-
-    return token_set(f"{memory.title}\n{memory.text}\n{' '.join(memory.tags)}")
 
 
 def plan(service: MemoryService, namespace: str) -> Plan:
