@@ -25,7 +25,6 @@ MAIN = "refs/heads/main"
 TRAILER_KEYS = ("Memory-Id", "Action", "Source", "Actor")
 _STALE_LOCK_SECONDS = 10.0
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
-_BOT = pygit2.Signature("gitmem", "gitmem@localhost")
 
 # A file's new content, or None to delete it.
 Changes = Mapping[str, bytes | None]
@@ -271,9 +270,11 @@ class Store:
         tree = tree or change.tree
         if tree is None:
             tree = self.write_tree(parent.tree if parent is not None else None, change.changes)
+        # Both signatures are made now: a Signature takes the time it is created at.
         author = pygit2.Signature(_safe_name(change.actor), "gitmem@localhost")
+        committer = pygit2.Signature("gitmem", "gitmem@localhost")
         parents = [parent.id] if parent is not None else []
-        return self.repo.create_commit(None, author, _BOT, change.message(), tree, parents)
+        return self.repo.create_commit(None, author, committer, change.message(), tree, parents)
 
     def move_ref(self, ref: str, new: pygit2.Oid, old: str | None, reason: str) -> None:
         """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``.
