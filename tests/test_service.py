@@ -752,6 +752,7 @@ def test_bad_input_is_refused_with_a_clear_error_and_changes_nothing(
     assert "\n" not in str(caught.value), "one line"
     assert head(svc) == before
     assert git(repo(svc), "ls-tree", "-r", "main") == files
+    assert svc.remember("default", "Writes still work after the refusal.").outcome == "added"
     fsck("default")
 
 
