@@ -108,20 +108,14 @@ class Store:
             # at once would otherwise fight over its config file; the first rename wins.
             path.parent.mkdir(parents=True, exist_ok=True)
             staging = path.with_name(f".{path.name}.{os.getpid()}.{random.getrandbits(32):08x}")
-            repo = pygit2.init_repository(str(staging), bare=True, initial_head="main")
-            repo.config["core.logAllRefUpdates"] = "always"
-            repo.config["user.name"] = "gitmem"
-            repo.config["user.email"] = "gitmem@localhost"
-            # Served over smart HTTP; lets `git clone` work without a `git update-server-info`.
-            repo.config["http.receivepack"] = "false"
-            del repo
+            _init_bare(staging)
             try:
                 os.rename(staging, path)
             except OSError:
+                shutil.rmtree(staging, ignore_errors=True)
                 if not (path / "HEAD").exists():
-                    shutil.rmtree(staging, ignore_errors=True)
-                    raise
-                shutil.rmtree(staging, ignore_errors=True)  # another process created it first
+                    # The place is a non-empty folder or a mount point: initialise it in place.
+                    _init_bare(path)
         store = cls(path)
         if store.head_id() is None:
             change = Change({"README.md": readme}, "Initialize memory repository", "init")
@@ -354,6 +348,16 @@ class Store:
                 f"{', '.join(paths)}; restore those memories instead"
             )
         return index.write_tree(self.repo)
+
+
+def _init_bare(path: Path) -> None:
+    """An empty bare repository on ``main`` with the reflog on for every ref."""
+    repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+    repo.config["core.logAllRefUpdates"] = "always"
+    repo.config["user.name"] = "gitmem"
+    repo.config["user.email"] = "gitmem@localhost"
+    # Served over smart HTTP; lets `git clone` work without a `git update-server-info`.
+    repo.config["http.receivepack"] = "false"
 
 
 def _safe_name(actor: str | None) -> str:

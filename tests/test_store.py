@@ -46,6 +46,19 @@ def test_create_makes_a_bare_repository_with_one_commit_on_main(store: Store) ->
     fsck(store)
 
 
+@pytest.mark.parametrize("existing", ["empty folder", "folder with a stray file"])
+def test_create_in_a_folder_that_already_exists(tmp_path: Path, existing: str) -> None:
+    path = tmp_path / "team.git"
+    path.mkdir()
+    if existing != "empty folder":
+        (path / "lost+found").mkdir()
+    store = Store.create(path, b"# memories\n")
+    assert git(path, "show", "main:README.md") == "# memories\n"
+    assert store.repo.config["core.logAllRefUpdates"] == "always"
+    assert [p.name for p in tmp_path.iterdir()] == ["team.git"], "no staging folder left behind"
+    fsck(store)
+
+
 def test_a_commit_touches_only_its_files_and_carries_trailers(store: Store) -> None:
     write(store, {"fact/a.md": b"a\n", "fact/b.md": b"b\n", "lesson/c.md": b"c\n"})
     oid = write(store, {"fact/a.md": b"a2\n", "lesson/c.md": None}, "remember: a",
