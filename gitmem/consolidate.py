@@ -24,6 +24,7 @@ import fcntl
 import json
 import math
 import os
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -648,7 +649,8 @@ def write_state(service: MemoryService, namespace: str, **values: Any) -> None:
     path = _state_file(service, namespace)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = read_state(service, namespace) | values
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    # Unique per process and thread: gunicorn threads trigger from one process at once.
+    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
     os.replace(tmp, path)
 

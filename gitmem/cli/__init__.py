@@ -5,10 +5,12 @@ Each front end adds its commands in a module of its own; they are registered her
 
 from __future__ import annotations
 
-from . import consolidate  # noqa: F401  (consolidate, review, worker)
-from . import memory  # noqa: F401  (registers the core commands)
-from . import server  # noqa: F401  (serve, key)
-from . import slack  # noqa: F401  (slack)
+from . import (
+    consolidate,  # noqa: F401  (consolidate, review, worker)
+    memory,  # noqa: F401  (registers the core commands)
+    server,  # noqa: F401  (serve, key)
+    slack,  # noqa: F401  (slack)
+)
 from .base import main
 
 __all__ = ["main"]

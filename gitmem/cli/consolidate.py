@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import getpass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .. import consolidate as consolidation
-from ..reviews import Review
 from .base import emit, json_option, main, namespace_option, ns_name, service, settings
+
+if TYPE_CHECKING:  # imported in the commands: consolidation pulls in the LLM client, slow to load
+    from ..consolidate import RunResult
+    from ..reviews import Review
 
 
 def _actor_option(func: Any) -> Any:
@@ -44,11 +46,14 @@ def consolidate_command(dry_run: bool, queue: bool, namespace: str | None, as_js
         emit({"namespace": name, "task": task_id}, as_json,
              lambda: click.echo(f"consolidation of {name} queued as task {task_id}"))
         return
+    from .. import consolidate as consolidation
+
     svc = service()
     if dry_run:
         result = consolidation.run(svc, name, dry_run=True)
         emit(result.to_dict(), as_json, lambda: _print_plan(result))
         return
+
     def progress(done: int, total: int, label: str) -> None:
         if as_json:
             return
@@ -63,7 +68,7 @@ def consolidate_command(dry_run: bool, queue: bool, namespace: str | None, as_js
     emit(result.to_dict(), as_json, lambda: _print_run(result))
 
 
-def _print_plan(result: consolidation.RunResult) -> None:
+def _print_plan(result: RunResult) -> None:
     plan = result.plan
     for cluster in plan.clusters:
         kind = "pair" if cluster.pair else "cluster"
@@ -75,7 +80,7 @@ def _print_plan(result: consolidation.RunResult) -> None:
     click.echo(result.summary)
 
 
-def _print_run(result: consolidation.RunResult) -> None:
+def _print_run(result: RunResult) -> None:
     for decision in result.decisions:
         click.echo(f"{decision.kind:<8} {', '.join(decision.memory_ids)}: {decision.reason}")
     click.echo(result.summary)

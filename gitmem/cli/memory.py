@@ -11,7 +11,7 @@ from ..concepts import Memory
 from ..errors import NamespaceNotFound
 from ..service import WriteResult
 from ..store import CommitInfo
-from .base import emit, json_option, main, namespace_option, ns_name, read_text_arg, service
+from .base import emit, json_option, main, namespace_option, ns_name, read_text_arg, service, settings
 
 # Types and sources are checked by the service, so a bad one gets the same one-line error as
 # every other bad input.
@@ -69,6 +69,11 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     """
     name = ns_name(namespace)
     body = read_text_arg(text)
+    if settings().broker_url:
+        # With workers on a shared broker, memories remembered here trigger consolidation too.
+        from ..tasks import install_trigger
+
+        install_trigger(service())
 
     def write() -> WriteResult:
         return service().remember(name, body, type=memory_type, title=title, tags=tags, paths=paths,

@@ -22,6 +22,10 @@ def slack_command(http_port: int | None, host: str) -> None:
     """
     from bots.slack import create_flask_app, socket_mode_handler
 
+    from ..tasks import install_trigger
+
+    # Memories remembered from Slack trigger consolidation like those remembered through the web.
+    install_trigger(service())
     if http_port is None:
         handler = socket_mode_handler(service())
         click.echo("gitmem slack: connecting to Slack over Socket Mode (Ctrl-C to stop)", err=True)
