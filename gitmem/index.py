@@ -62,11 +62,12 @@ class Row:
     tokens: frozenset[str]
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, *, durable: bool = True) -> sqlite3.Connection:
+    """Open a WAL database; ``durable=False`` skips fsyncs for data that can be rebuilt."""
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA synchronous={'NORMAL' if durable else 'OFF'}")
     return db
 
 
@@ -96,7 +97,8 @@ class SearchIndex:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.db = _connect(path)
+        # The index is derived from the repository: after a crash it is rebuilt, not trusted.
+        self.db = _connect(path, durable=False)
         # Check and (re)create the schema under the write lock: processes opening a new index at
         # once would otherwise each drop the tables another had just made.
         with self._write() as db:
@@ -304,6 +306,7 @@ class UsageLog:
     def __init__(self, path: Path) -> None:
         self.db = _connect(path)
         self.db.execute("CREATE TABLE IF NOT EXISTS uses(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, at TEXT NOT NULL)")
+        self.db.execute("CREATE INDEX IF NOT EXISTS uses_id ON uses(id)")
 
     def close(self) -> None:
         self.db.close()
@@ -312,13 +315,20 @@ class UsageLog:
         stamp = at.isoformat()
         self.db.executemany("INSERT INTO uses(id, at) VALUES(?, ?)", [(m, stamp) for m in memory_ids])
 
-    def pending(self, up_to: int | None = None) -> dict[str, tuple[int, datetime]]:
-        """Uses not yet folded: memory id -> (count, last use)."""
-        sql = "SELECT id, COUNT(*), MAX(at) FROM uses"
+    def pending(self, up_to: int | None = None, ids: Iterable[str] | None = None) -> dict[str, tuple[int, datetime]]:
+        """Uses not yet folded: memory id -> (count, last use), for every memory or only ``ids``."""
+        sql = "SELECT id, COUNT(*), MAX(at) FROM uses WHERE 1=1"
         args: list[Any] = []
         if up_to is not None:
-            sql += " WHERE seq <= ?"
+            sql += " AND seq <= ?"
             args.append(up_to)
+        if ids is not None:
+            wanted = list(ids)
+            if len(wanted) > 500:  # beyond this one pass over the log is cheaper than lookups
+                keep = set(wanted)
+                return {k: v for k, v in self.pending(up_to).items() if k in keep}
+            sql += f" AND id IN ({','.join('?' * len(wanted))})"
+            args += wanted
         rows = self.db.execute(sql + " GROUP BY id", args).fetchall()
         return {r[0]: (r[1], datetime.fromisoformat(r[2])) for r in rows}
 

@@ -292,11 +292,10 @@ class MemoryService:
         at = now()
         with self._using(namespace) as ns:
             ns.synced()
-            pending = ns.usage.pending()
             candidates: dict[str, tuple[Memory, float]] = {}
             if query:
                 q = token_set(query)
-                found = ns.index.search(q, limit=max(200, limit * 20))
+                found = ns.index.search(q, limit=max(100, limit * 10))
                 top = max((score for _, score in found), default=0.0) or 1.0
                 for row, score in found:
                     coverage = len(q & row.tokens) / len(q)
@@ -308,6 +307,7 @@ class MemoryService:
             if not query and not files:
                 for memory in ns.index.all(states=["active", "pending"]):
                     candidates[memory.id] = (memory, 1.0)
+            pending = ns.usage.pending(ids=candidates)
             hits: builtins.list[Hit] = []
             for memory, relevance in candidates.values():
                 if memory.state == "archived" and not include_archived:
@@ -448,7 +448,7 @@ class MemoryService:
     def _free_path(self, ns: Namespace, head: pygit2.Commit, memory_type: str, title: str, memory_id: str) -> str:
         slug = concepts.slugify(title)
         path = concepts.file_path(memory_type, slug)
-        if ns.store.read(path, head) is not None:
+        if path in head.tree:
             path = concepts.file_path(memory_type, f"{slug}-{memory_id}")
         return path
 
@@ -462,11 +462,13 @@ class MemoryService:
             return change
 
         oid = ns.store.transact(recorded)
+        indexed = False
         if oid is not None and planned and planned[0][1].tree is None:
             # The files of the change are at hand: index them without diffing the whole tree.
             parent_id, change = planned[0]
-            ns.index.apply(parent_id, str(oid), change.changes)
-        ns.synced()
+            indexed = ns.index.apply(parent_id, str(oid), change.changes)
+        if not indexed:
+            ns.synced()
         return None if oid is None else str(oid)
 
     def remember(

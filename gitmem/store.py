@@ -274,9 +274,16 @@ class Store:
         """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``.
 
         Raises :class:`RefRaceLost` when the ref is not at ``old`` any more or is locked by a
-        live writer; a lock file left by a crashed process is removed first.
+        live writer. A lock file left by a crashed process is removed, and the move tried again.
         """
-        self._clear_stale_lock(ref)
+        try:
+            self._swap(ref, new, old, reason)
+        except RefRaceLost:
+            if not self._clear_stale_lock(ref):
+                raise
+            self._swap(ref, new, old, reason)
+
+    def _swap(self, ref: str, new: pygit2.Oid, old: str | None, reason: str) -> None:
         try:
             if old is None:
                 self.repo.create_reference_direct(ref, new, False, message=reason)
@@ -289,18 +296,21 @@ class Store:
         except (pygit2.GitError, ValueError, KeyError, pygit2.AlreadyExistsError, OSError) as exc:
             raise RefRaceLost(f"{ref}: {exc}") from exc
 
-    def _clear_stale_lock(self, ref: str) -> None:
+    def _clear_stale_lock(self, ref: str) -> bool:
+        """Remove the ref's lock file if it outlived its writer; True when one was removed."""
         lock = self.path / (ref + ".lock")
         try:
             age = time.time() - lock.stat().st_mtime
         except FileNotFoundError:
-            return
-        if age > _STALE_LOCK_SECONDS:
-            # A live writer holds a ref lock for microseconds; this one outlived its process.
-            try:
-                os.unlink(lock)
-            except FileNotFoundError:
-                pass
+            return False
+        if age <= _STALE_LOCK_SECONDS:
+            return False
+        # A live writer holds a ref lock for microseconds; this one outlived its process.
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
+        return True
 
     def delete_ref(self, ref: str) -> None:
         """Remove a ref if it exists."""
@@ -322,8 +332,9 @@ class Store:
         """
         for attempt in range(attempts):
             head_id = self.head_id(ref)
-            head = self.commit(head_id) if head_id else None
-            assert head is not None, f"{ref} has no commit; call Store.create first"
+            assert head_id is not None, f"{ref} has no commit; call Store.create first"
+            head = self.repo[head_id]
+            assert isinstance(head, pygit2.Commit)
             change = plan(head)
             if change is None:
                 return None
