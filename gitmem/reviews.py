@@ -51,7 +51,6 @@ _README = b"""# gitmem reviews
 
 One JSON file per review in reviews/. Written by gitmem; every change is one commit.
 """
-_BOT = pygit2.Signature("gitmem", "gitmem@localhost")
 
 
 @dataclass(frozen=True)
@@ -344,7 +343,9 @@ class Reviews:
                                       f"in {', '.join(paths)}; run consolidation again")
                             break
                         tree = index.write_tree(store.repo)
-                        oid = store.repo.create_commit(None, commit.author, _BOT, commit.message, tree, [tip.id])
+                        # The committer is gitmem, now: a Signature takes the time it is made at.
+                        committer = pygit2.Signature("gitmem", "gitmem@localhost")
+                        oid = store.repo.create_commit(None, commit.author, committer, commit.message, tree, [tip.id])
                         tip = store.commit(str(oid))
                 if reason is not None:
                     stale = self._mark_stale(namespace, number, reason, actor)
