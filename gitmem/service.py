@@ -547,7 +547,8 @@ class MemoryService:
                                   body=f"A {best_score:.2f}-similar statement was merged in:\n\n{text}")
             memory_id = concepts.new_id()
             path = self._free_path(ns, head, memory_type, title, memory_id)
-            memory = Memory(id=memory_id, type=memory_type, text=text, title=title, tags=tags,
+            memory = Memory(id=memory_id, type=memory_type, text=text, title=title,
+                            description=concepts.description_from(text), tags=tags,
                             paths=paths, source=source, author=author, created=at, updated=at,
                             state=state, related=related, tenured=tenured, path=path)
             result.update(outcome="added", memory=memory, similar_to=None)
