@@ -253,18 +253,21 @@ def export(fmt: str, output: Path | None, namespace: str | None) -> None:
 @click.option("--repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Read a clone of the memory repository (e.g. from `git clone`) instead of a namespace.")
 @namespace_option
-def context(files: tuple[str, ...], query: str, limit: int, repo: Path | None, namespace: str | None) -> None:
+@json_option
+def context(files: tuple[str, ...], query: str, limit: int, repo: Path | None, namespace: str | None,
+            as_json: bool) -> None:
     """Print the memory block an agent should load for FILES: memories about them first.
 
     \b
     Example (an agent hook): gitmem context --repo ~/team-memory src/app.ts package.json
     """
     if repo is not None:
-        name = service().attach(repo)
-        text = service().context(name, list(files), query, limit, record=False, label=repo.resolve().name)
-        click.echo(text, nl=False)
+        name, label, record = service().attach(repo), repo.resolve().name, False
     else:
-        click.echo(service().context(ns_name(namespace), list(files), query, limit), nl=False)
+        name = ns_name(namespace)
+        label, record = name, True
+    text = service().context(name, list(files), query, limit, record=record, label=label)
+    emit({"namespace": label, "files": list(files), "context": text}, as_json, lambda: click.echo(text, nl=False))
 
 
 @main.command()
