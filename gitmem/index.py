@@ -92,6 +92,12 @@ def _token_set(tokens: str) -> frozenset[str]:
     return frozenset(tokens.split())
 
 
+def _duplicate_of(db: sqlite3.Connection, path: str) -> str:
+    """The id a file set aside as a duplicate claims (see :meth:`SearchIndex._add`)."""
+    row = db.execute("SELECT reason FROM problems WHERE path=?", (path,)).fetchone()
+    return str(row[0]).split()[2].rstrip(":") if row else ""
+
+
 class SearchIndex:
     """FTS5 index of one namespace's memories, kept in step with the branch head."""
 
@@ -182,13 +188,21 @@ class SearchIndex:
                 for path, content in store.files(head):
                     if is_memory_path(path):
                         self._add(db, path, content)
-            for old_path, new_path in store.changed_paths(old, head) if old is not None else ():
+            changed = store.changed_paths(old, head) if old is not None else []
+            # Removals first: a memory moved to another file must not meet itself as a duplicate.
+            freed: set[str] = set()
+            for old_path, _ in changed:
                 if old_path and is_memory_path(old_path):
-                    self._remove(db, old_path)
-                if new_path and is_memory_path(new_path):
-                    data = store.read(new_path, head)
-                    if data is not None:
-                        self._add(db, new_path, data)
+                    freed |= self._remove(db, old_path)
+            added = [new_path for _, new_path in changed if new_path and is_memory_path(new_path)]
+            # A file set aside as a duplicate gets its turn when the file holding its id goes.
+            added += [path for (path,) in db.execute("SELECT path FROM problems WHERE reason LIKE 'duplicate id %'")
+                      if _duplicate_of(db, path) in freed and path not in added]
+            for new_path in added:
+                data = store.read(new_path, head)
+                if data is not None:
+                    self._remove(db, new_path)
+                    self._add(db, new_path, data)
             db.execute("INSERT OR REPLACE INTO meta VALUES('commit', ?)", (head_id,))
 
     def apply(self, parent_id: str, commit_id: str, changes: Mapping[str, bytes | None]) -> bool:
@@ -203,26 +217,38 @@ class SearchIndex:
         with self._write() as db:
             if self.indexed_commit() != parent_id:
                 return False
-            for path, data in changes.items():
-                if is_memory_path(path):
-                    self._remove(db, path)
-                    if data is not None:
-                        self._add(db, path, data)
+            if db.execute("SELECT 1 FROM problems WHERE reason LIKE 'duplicate id %' LIMIT 1").fetchone():
+                return False  # rare: let sync() sort out which file holds each id
+            paths = [path for path in changes if is_memory_path(path)]
+            for path in paths:  # removals first, as in sync()
+                self._remove(db, path)
+            for path in paths:
+                data = changes[path]
+                if data is not None:
+                    self._add(db, path, data)
             db.execute("INSERT OR REPLACE INTO meta VALUES('commit', ?)", (commit_id,))
         return True
 
-    def _remove(self, db: sqlite3.Connection, path: str) -> None:
-        row = db.execute("SELECT rowid FROM memories WHERE path=?", (path,)).fetchone()
+    def _remove(self, db: sqlite3.Connection, path: str) -> set[str]:
+        """Drop a file from the index; returns the memory id it held, if any."""
+        row = db.execute("SELECT rowid, id FROM memories WHERE path=?", (path,)).fetchone()
         if row:
             db.execute("DELETE FROM fts WHERE rowid=?", (row[0],))
             db.execute("DELETE FROM memories WHERE rowid=?", (row[0],))
         db.execute("DELETE FROM problems WHERE path=?", (path,))
+        return {row[1]} if row else set()
 
     def _add(self, db: sqlite3.Connection, path: str, data: bytes) -> None:
         try:
             memory = parse(data, path)
         except MalformedConcept as exc:
             db.execute("INSERT OR REPLACE INTO problems VALUES(?, ?)", (path, exc.reason))
+            return
+        holder = db.execute("SELECT path FROM memories WHERE id=?", (memory.id,)).fetchone()
+        if holder is not None:
+            # A file copied by hand keeps its id; two memories with one id would hide each other.
+            reason = f"duplicate id {memory.id}: {holder[0]} has it too; give this file a new id"
+            db.execute("INSERT OR REPLACE INTO problems VALUES(?, ?)", (path, reason))
             return
         text = f"{memory.title}\n{memory.text}\n{' '.join(memory.tags)}"
         toks = " ".join(tokens(text))

@@ -664,6 +664,25 @@ def test_a_hand_written_memory_without_dates_is_recalled(svc: MemoryService, tmp
     assert [h.memory.id for h in svc.recall("default", "pin queues")] == ["abcdef0123"]
 
 
+def test_a_file_copied_by_hand_does_not_hide_the_original(svc: MemoryService, tmp_path: Path) -> None:
+    original = svc.remember("default", "Pin queue versions in the lockfile.").memory
+    assert original is not None
+    copy = git(repo(svc), "show", f"main:{original.path}").replace("Pin queue", "Pin every queue")
+    push_by_hand(svc, tmp_path, {"fact/copied-by-hand.md": copy})
+
+    status = svc.status("default")
+    assert status["total"] == 1
+    assert status["malformed"] == {
+        "fact/copied-by-hand.md": f"duplicate id {original.id}: {original.path} has it too; give this file a new id"
+    }
+    assert svc.show("default", original.id).text == "Pin queue versions in the lockfile."
+
+    # Once the original goes, the copy is the memory with that id.
+    svc.forget("default", original.id, purge=True)
+    assert svc.show("default", original.id).text == "Pin every queue versions in the lockfile."
+    assert svc.status("default")["malformed"] == {}
+
+
 @pytest.mark.parametrize("title,path", [
     ("数据库迁移规范", "decision/数据库迁移规范.md"),
     ("Use PNPM, not NPM!", "decision/use-pnpm-not-npm.md"),
