@@ -103,6 +103,18 @@ def test_revert_from_a_memory_page(page: Page, svc: MemoryService, remember: Cal
     assert svc.show("default", mid).text == "The API listens on port 8080"
 
 
+@needs_browser
+def test_discuss_a_memory_from_its_page(page: Page, svc: MemoryService, remember: Callable[..., str]) -> None:
+    mid = remember("Releases go out on Tuesdays")
+    page.goto(f"/ns/default/memories/{mid}")
+    expect(page.locator("#discussion")).to_contain_text("No discussion yet.")
+    page.fill("#discussion ~ form textarea[name=text]", "Not in December, though")
+    page.click("button[value=discuss]")
+    expect(page.locator("#discussion")).to_contain_text("Not in December, though")
+    assert [c.text for c in svc.discussion("default", mid)] == ["Not in December, though"]
+    assert svc.show("default", mid).text == "Releases go out on Tuesdays"
+
+
 # --- without a browser: sign-in and cross-site protection -------------------------------------------
 
 
