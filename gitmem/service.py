@@ -506,12 +506,12 @@ class MemoryService:
             raise InvalidInput("a new memory is either active or pending")
         result: dict[str, Any] = {}
 
+        # Plans run inside _commit, on an index snapshot pinned at ``head``: what it finds is there.
         def plan(head: pygit2.Commit) -> Change | None:
-            ns.index.sync(ns.store, head)
             at = now()
-            same = [m for m in ns.index.by_norm(normalise(text)) if ns.store.read(m.path, head) is not None]
+            same = ns.index.by_norm(normalise(text))
             if same:
-                old = concepts.parse(ns.store.read(same[0].path, head) or b"", same[0].path)
+                old = self._current(ns, head, same[0].id)
                 new = old.with_use(at).replace(
                     paths=old.paths + tuple(p for p in paths if p not in old.paths),
                     tags=old.tags + tuple(t for t in tags if t not in old.tags),
@@ -531,9 +531,8 @@ class MemoryService:
                     score = dice(mine, row.tokens)
                     if score > best_score:
                         best, best_score = row.memory, score
-                if (best is not None and best_score >= self.settings.high_similarity
-                        and ns.store.read(best.path, head) is not None):
-                    old = concepts.parse(ns.store.read(best.path, head) or b"", best.path)
+                if best is not None and best_score >= self.settings.high_similarity:
+                    old = self._current(ns, head, best.id)
                     new = old.replace(
                         paths=old.paths + tuple(p for p in paths if p not in old.paths),
                         tags=old.tags + tuple(t for t in tags if t not in old.tags),
@@ -710,7 +709,6 @@ class MemoryService:
         result: dict[str, Any] = {}
 
         def plan(head: pygit2.Commit) -> Change | None:
-            ns.index.sync(ns.store, head)
             source = ns.store.commit(commit_id)
             current = ns.index.get(memory_id)
             old = self._version_at(ns, source, memory_id, current.path if current else None)
@@ -751,7 +749,6 @@ class MemoryService:
             pending = ns.usage.pending(up_to=high)
 
             def plan(head: pygit2.Commit) -> Change | None:
-                ns.index.sync(ns.store, head)
                 files: dict[str, bytes | None] = {}
                 ids = []
                 for memory_id, (count, last) in sorted(pending.items()):
