@@ -48,6 +48,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 _SCHEMA_VERSION = "1"
 
 
+def match_tokens(title: str, text: str, tags: Iterable[str]) -> list[str]:
+    """The tokens a memory is matched by: its title, text and tags."""
+    return tokens(f"{title}\n{text}\n{' '.join(tags)}")
+
+
 def is_memory_path(path: str) -> bool:
     """Whether a repository path holds a memory: ``<type>/<name>.md``."""
     folder, _, name = path.partition("/")
@@ -250,8 +255,7 @@ class SearchIndex:
             reason = f"duplicate id {memory.id}: {holder[0]} has it too; give this file a new id"
             db.execute("INSERT OR REPLACE INTO problems VALUES(?, ?)", (path, reason))
             return
-        text = f"{memory.title}\n{memory.text}\n{' '.join(memory.tags)}"
-        toks = " ".join(tokens(text))
+        toks = " ".join(match_tokens(memory.title, memory.text, memory.tags))
         cur = db.execute(
             "INSERT INTO memories(id, path, type, state, norm, tokens, doc) VALUES(?,?,?,?,?,?,?)",
             (memory.id, path, memory.type, memory.state, normalise(memory.text), toks,
@@ -269,9 +273,6 @@ class SearchIndex:
     def by_norm(self, norm: str) -> list[Memory]:
         rows = self.db.execute("SELECT doc FROM memories WHERE norm=?", (norm,)).fetchall()
         return [doc_to_memory(r[0]) for r in rows]
-
-    def path_taken(self, path: str) -> bool:
-        return self.db.execute("SELECT 1 FROM memories WHERE path=?", (path,)).fetchone() is not None
 
     def search(self, query_tokens: Iterable[str], limit: int = 50) -> list[tuple[Row, float]]:
         """Memories sharing tokens with the query, best BM25 first, with their BM25 score (> 0)."""

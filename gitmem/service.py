@@ -33,9 +33,9 @@ from .errors import (
     MemoryNotFound,
     NamespaceNotFound,
 )
-from .index import SearchIndex, UsageLog, is_memory_path
+from .index import SearchIndex, UsageLog, is_memory_path, match_tokens
 from .settings import Settings
-from .similarity import dice, normalise, token_set, tokens
+from .similarity import dice, normalise, token_set
 from .store import Change, CommitInfo, Store
 
 if TYPE_CHECKING:
@@ -523,7 +523,7 @@ class MemoryService:
                 return Change({old.path: concepts.render(new)}, f"reinforce: {old.title}", "reinforce",
                               (old.id,), source, author)
             if source in AUTO_SOURCES:
-                mine = token_set(f"{title}\n{text}\n{' '.join(tags)}")
+                mine = frozenset(match_tokens(title, text, tags))
                 best, best_score = None, 0.0
                 for row, _ in ns.index.search(mine, limit=20):
                     if row.memory.state == "archived":
@@ -904,7 +904,3 @@ class MemoryService:
                 return str(dest)
         raise InvalidInput(f"unknown export format {fmt!r}; use memory-md, json or okf")
 
-
-def tokens_of(memory: Memory) -> builtins.list[str]:
-    """The tokens gitmem matches a memory by (title, text and tags)."""
-    return tokens(f"{memory.title}\n{memory.text}\n{' '.join(memory.tags)}")
