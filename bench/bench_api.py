@@ -48,10 +48,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gitmem import concepts  # noqa: E402
-from gitmem.keys import KeyStore  # noqa: E402
+from gitmem.repo import MAIN, Change, KeyStore, Namespaces  # noqa: E402
 from gitmem.service import MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
-from gitmem.store import MAIN, Change  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
 WORDS = ("cache", "schema", "deploy", "retry", "index", "queue", "token", "branch", "review", "lint",
@@ -181,8 +180,9 @@ def bench_api(home: Path, texts: list[str], clients: int, workers: int, threads:
 
 def build_repository(home: Path, count: int) -> float:
     """A namespace of ``count`` memories, one commit each (written through the store)."""
-    service = MemoryService(Settings(home=home))
-    ns = service.init("default")
+    settings = Settings(home=home)
+    MemoryService(settings).init("default")
+    ns = Namespaces(settings).open("default")  # bulk loading goes through the repository layer
     started = time.perf_counter()
     at = concepts.now()
     head = ns.store.head()
@@ -200,7 +200,7 @@ def build_repository(home: Path, count: int) -> float:
         tip = ns.store.commit(str(ns.store.write_commit(tip, change)))
     ns.store.move_ref(MAIN, tip.id, old, "bench: populate")
     subprocess.run(["git", "--git-dir", str(ns.store.path), "gc", "--quiet"], check=True)
-    service.close()
+    ns.close()
     return time.perf_counter() - started
 
 

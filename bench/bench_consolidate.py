@@ -28,12 +28,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from gitmem import concepts, consolidate
+from gitmem import clustering, concepts
 from gitmem.concepts import Memory
+from gitmem.repo import Change, Namespaces
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from gitmem.similarity import token_set
-from gitmem.store import Change
 
 THRESHOLD = 0.3
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cursorrules.jsonl"
@@ -85,7 +85,8 @@ def plan_on_repository(texts: list[str]) -> tuple[float, int, int]:
     """Load the corpus into a real repository (one commit) and time ``consolidate.plan``."""
     with tempfile.TemporaryDirectory() as tmp:
         svc = MemoryService(Settings(home=Path(tmp) / "home"))
-        ns = svc.init("bench")
+        svc.init("bench")
+        ns = Namespaces(svc.settings).open("bench")  # bulk loading goes through the repository layer
         at = concepts.now()
         files: dict[str, bytes | None] = {}
         for i, text in enumerate(texts):
@@ -96,7 +97,7 @@ def plan_on_repository(texts: list[str]) -> tuple[float, int, int]:
             files[path] = concepts.render(memory.replace(path=path))
         ns.store.transact(lambda head: Change(files, f"import {len(files)} statements", "import"))
         ns.synced()
-        plan, seconds = timed(lambda: consolidate.plan(svc, "bench"))
+        plan, seconds = timed(lambda: svc.plan("bench"))
         svc.close()
         return seconds, len(plan.clusters), sum(len(c.members) for c in plan.clusters)
 
@@ -118,9 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {"threshold": THRESHOLD, "real_statements": len(texts)}
 
     real = [token_set(t) for t in texts]
-    clusters, t_real = timed(lambda: consolidate.find_clusters(real, THRESHOLD))
+    clusters, t_real = timed(lambda: clustering.find_clusters(real, THRESHOLD))
     log(f"real corpus: {len(clusters)} clusters in {t_real:.2f} s (indexed)")
-    baseline, t_real_base = timed(lambda: consolidate.find_clusters(real, THRESHOLD, baseline=True))
+    baseline, t_real_base = timed(lambda: clustering.find_clusters(real, THRESHOLD, baseline=True))
     log(f"real corpus: all-pairs baseline {t_real_base:.2f} s")
     sizes: dict[int, int] = {}
     for c in clusters:
@@ -134,12 +135,12 @@ def main(argv: list[str] | None = None) -> int:
 
     big = [token_set(t) for t in edited(texts, args.size)]
     sample = random.Random(5).sample(big, 5000)
-    _, t_2k = timed(lambda: consolidate.all_pairs(sample[:2000], THRESHOLD))
+    _, t_2k = timed(lambda: clustering.all_pairs(sample[:2000], THRESHOLD))
     log(f"all-pairs at 2,000: {t_2k:.2f} s")
-    base_5k, t_5k_base = timed(lambda: consolidate.find_clusters(sample, THRESHOLD, baseline=True))
-    fast_5k, t_5k = timed(lambda: consolidate.find_clusters(sample, THRESHOLD))
+    base_5k, t_5k_base = timed(lambda: clustering.find_clusters(sample, THRESHOLD, baseline=True))
+    fast_5k, t_5k = timed(lambda: clustering.find_clusters(sample, THRESHOLD))
     log(f"5,000 edited sample: all-pairs {t_5k_base:.2f} s, indexed {t_5k:.2f} s, same: {base_5k == fast_5k}")
-    big_clusters, t_big, cpu_big = cpu_timed(lambda: consolidate.find_clusters(big, THRESHOLD))
+    big_clusters, t_big, cpu_big = cpu_timed(lambda: clustering.find_clusters(big, THRESHOLD))
     extrapolated = t_5k_base * (len(big) / 5000) ** 2
     log(f"{len(big):,} statements: indexed {t_big:.1f} s ({cpu_big:.1f} s CPU), {len(big_clusters):,} "
         f"clusters; all-pairs extrapolated {extrapolated / 3600:.1f} h")

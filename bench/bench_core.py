@@ -45,10 +45,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gitmem import concepts  # noqa: E402
+from gitmem.repo import MAIN, Change, Namespaces  # noqa: E402
 from gitmem.service import Hit, MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
 from gitmem.similarity import dice, token_set  # noqa: E402
-from gitmem.store import MAIN, Change  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
 
@@ -79,10 +79,13 @@ def memory_for(texts: list[str], i: int, at: datetime) -> concepts.Memory:
 def populate(service: MemoryService, namespace: str, memories: list[concepts.Memory]) -> float:
     """Write every memory in one bulk commit through the store, then build the index; seconds."""
     started = time.perf_counter()
-    ns = service.init(namespace)
+    service.init(namespace)
+    namespaces = Namespaces(service.settings)  # bulk loading goes through the repository layer
+    ns = namespaces.open(namespace)
     files: dict[str, bytes | None] = {m.path: concepts.render(m) for m in memories}
     ns.store.transact(lambda head: Change(files, f"import {len(files)} memories", "import",
                                           source="import", actor="bench"))
+    namespaces.close()
     service.status(namespace)  # builds the search index from the repository
     return time.perf_counter() - started
 

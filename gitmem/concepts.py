@@ -83,6 +83,13 @@ def is_id(value: str) -> bool:
     return bool(_ID.match(value))
 
 
+def check_id(memory_id: Any) -> str:
+    """Validate the shape of a memory id; returns it trimmed and in lower case."""
+    if not isinstance(memory_id, str) or not is_id(memory_id.strip().lower()):
+        raise InvalidInput(f"{memory_id!r} is not a memory id (10 hex characters, see `gitmem recall`)")
+    return memory_id.strip().lower()
+
+
 def decayed(potency: float, since: datetime | None, at: datetime, *, tenured: bool = False) -> float:
     """Potency after the days between ``since`` and ``at`` without use (pure; apply it freely)."""
     if since is None or at <= since:

@@ -8,46 +8,29 @@ every decision that changes something becomes one commit on a new branch
 ``consolidate/<namespace>/<timestamp>`` off main, with the reason in its message, and a review is
 opened. Nothing reaches main until someone approves the review (:mod:`gitmem.reviews`).
 
-Clustering must not chain: union-find over pairs at 0.3 links almost every English statement to
-every other through intermediaries. Clusters here are grown greedily from the most similar pair
-down, and two groups join only if every member of one is at least ``threshold`` similar to every
-member of the other (complete linkage), up to 8 members. Candidate pairs come from an inverted
-index with k-prefix filtering (an AllPairs similarity join), which finds exactly the pairs an
-all-pairs scan finds without scanning all pairs; pairs are taken in score bands, best first, and
-statements whose group is already full drop out before the wide bands. The result equals the
-all-pairs grouping (checked by the tests and ``bench/bench_consolidate.py``).
+Clusters come from :mod:`gitmem.clustering` (complete linkage, no chaining). The trigger rule
+(:meth:`Consolidation.should_trigger`) says when a write should start a run.
 """
 
 from __future__ import annotations
 
-import fcntl
-import json
-import math
-import os
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from operator import itemgetter
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
-import pygit2
-
-from . import concepts
+from . import concepts, notify, ranking
+from .clustering import find_clusters
 from .concepts import Memory, now
 from .errors import Conflict, Unavailable
 from .llm import LLM, Judgement, MergeDecision, PairDecision, llm_from_settings
+from .memories import Memories
+from .repo import AlreadyRunning, Change, Commit, Namespace, Namespaces, Row, RunState
+from .reviews import Reviews
+from .settings import Settings
 from .similarity import similarity
-from .store import Change
 
-if TYPE_CHECKING:
-    from .service import MemoryService, Namespace
-
-MIN_CLUSTER = 2
-MAX_CLUSTER = 8
 NEVER_USED_KEEP_DAYS = 7
 NEVER_USED_ARCHIVE_DAYS = 30
 PROMOTE_AT = 0.6
@@ -55,210 +38,11 @@ DISCARD_BELOW = 0.3
 FREQUENT_USES = 3  # uses at which a pending memory's retrieval frequency counts as full
 AGE_HORIZON_DAYS = 30  # age at which a pending memory's age decay is complete
 ACTOR = "gitmem"
+# The trigger enqueues a namespace at most this often, however many writes arrive.
+TRIGGER_THROTTLE = timedelta(hours=1)
 
 Progress = Callable[[int, int, str], None]
-
-
-class AlreadyRunning(Conflict):
-    """Another consolidation of the same namespace holds the lock."""
-
-
-# --- finding similar pairs and clusters ----------------------------------------------------------
-
-
-def _dice_at_least(a: frozenset[str], b: frozenset[str], threshold: float) -> float | None:
-    """Dice coefficient of two sets if it reaches ``threshold``, else None."""
-    total = len(a) + len(b)
-    if not total:
-        return None
-    score = 2 * len(a & b) / total
-    return score if score >= threshold else None
-
-
-def all_pairs(sets: Sequence[frozenset[str]], threshold: float) -> list[tuple[float, int, int]]:
-    """Every pair ``(score, i, j)`` with ``i < j`` and Dice >= ``threshold``, by scanning all pairs.
-
-    The quadratic baseline the indexed search is checked and benchmarked against.
-    """
-    out: list[tuple[float, int, int]] = []
-    for i in range(len(sets)):
-        a = sets[i]
-        for j in range(i + 1, len(sets)):
-            score = _dice_at_least(a, sets[j], threshold)
-            if score is not None:
-                out.append((score, i, j))
-    return out
-
-
-def rank_order(sets: Sequence[frozenset[str]]) -> list[list[int]]:
-    """Each set as token ranks, rarest first (the global order prefix filtering relies on).
-
-    ``order`` of :func:`similar_pairs`: any one order computed over a superset serves as well.
-    """
-    freq = Counter(token for s in sets for token in s)
-    rank = {token: r for r, token in enumerate(sorted(freq, key=lambda t: (freq[t], t)))}
-    lookup = rank.__getitem__
-    return [sorted(map(lookup, s)) for s in sets]
-
-
-def similar_pairs(sets: Sequence[frozenset[str]], threshold: float, k: int = 2, *,
-                  order: Sequence[Sequence[int]] | None = None) -> list[tuple[float, int, int]]:
-    """The same pairs as :func:`all_pairs`, found through an inverted index with prefix filtering.
-
-    Tokens are ordered rarest first. Two sets with Dice >= t share at least ``a = t/(2-t)`` of
-    the larger one's tokens, and then their first ``k`` shared tokens lie among the first
-    ``|A| - a + k`` tokens of each (the prefix), so only sets sharing ``k`` prefix tokens are
-    compared (the ``k``-prefix filter; ``k`` drops to ``a`` for very short sets). Sets are
-    visited smallest first so the index side may use ``t|B|`` for ``a``. The counting is done
-    with set operations, so Python only touches the few candidates that pass.
-    """
-    if not 0 < threshold <= 1:
-        raise ValueError("threshold must be in (0, 1]")
-    ordered = order if order is not None else rank_order(sets)
-    sizes = [len(s) for s in sets]
-    ratio = threshold / (2 - threshold)
-    eps = 1e-9
-    index: dict[int, list[int]] = {}
-    by_need: list[set[int]] = [set() for _ in range(k + 1)]  # indexed sets by their own k
-    out: list[tuple[float, int, int]] = []
-    for i in sorted(range(len(sets)), key=lambda n: (sizes[n], n)):
-        size = sizes[i]
-        if not size:
-            continue
-        toks = ordered[i]
-        overlap = max(1, math.ceil(ratio * size - eps))
-        need = min(k, overlap)
-        # seen[m]: indexed sets sharing at least m + 1 of the prefix tokens probed so far.
-        seen: list[set[int]] = [set() for _ in range(need)]
-        for token in toks[: size - overlap + need]:
-            posting = index.get(token)
-            if posting:
-                for m in range(need - 1, 0, -1):
-                    if seen[m - 1]:
-                        seen[m] |= seen[m - 1].intersection(posting)
-                seen[0].update(posting)
-        candidates = seen[need - 1]
-        for m in range(1, need):  # short sets need fewer shared prefix tokens
-            if by_need[m] and seen[m - 1]:
-                candidates = candidates | (seen[m - 1] & by_need[m])
-        if candidates:
-            min_size = ratio * size - eps
-            check = [j for j in candidates if sizes[j] >= min_size]
-            # The intersections run in C (map over a bound method): the hot loop of the search.
-            shared = map(len, map(sets[i].intersection, map(sets.__getitem__, check)))
-            for j, common in zip(check, shared, strict=True):
-                score = 2 * common / (size + sizes[j])
-                if score >= threshold:
-                    out.append((score, i, j) if i < j else (score, j, i))
-        overlap_b = max(1, math.ceil(threshold * size - eps))
-        need_b = min(k, overlap_b)
-        by_need[need_b].add(i)
-        for token in toks[: size - overlap_b + need_b]:
-            posting = index.get(token)
-            if posting is None:
-                index[token] = [i]
-            else:
-                posting.append(i)
-    return out
-
-
-class _Grouper:
-    """Greedy complete linkage, fed edges in descending score order (ties by index)."""
-
-    def __init__(self, sets: Sequence[frozenset[str]], threshold: float, max_size: int) -> None:
-        self.sets, self.threshold, self.max_size = sets, threshold, max_size
-        self.where: dict[int, int] = {}
-        self.members: dict[int, list[int]] = {}
-        self.known: set[int] = set()  # pairs (as i * n + j) already found close enough
-
-    def add(self, pairs: Sequence[tuple[float, int, int]]) -> None:
-        sets, threshold = self.sets, self.threshold
-        where, members, known, n = self.where, self.members, self.known, len(self.sets)
-        known.update(i * n + j for _, i, j in pairs)
-
-        def close(x: int, y: int) -> bool:
-            if (x * n + y if x < y else y * n + x) in known:
-                return True
-            return _dice_at_least(sets[x], sets[y], threshold) is not None
-
-        ordered = sorted(pairs, key=itemgetter(1, 2))
-        ordered.sort(key=itemgetter(0), reverse=True)  # stable: best first, ties by index
-        for _, i, j in ordered:
-            gi, gj = where.get(i, i), where.get(j, j)
-            if gi == gj:
-                continue
-            a, b = members.get(gi, [i]), members.get(gj, [j])
-            if len(a) + len(b) > self.max_size:
-                continue
-            if len(a) * len(b) > 1 and not all(close(x, y) for x in a for y in b):
-                continue
-            if len(a) < len(b):
-                gi, gj, a, b = gj, gi, b, a
-            a = a + b
-            members[gi] = a
-            members.pop(gj, None)
-            for k in b:
-                where[k] = gi
-
-    def full(self) -> set[int]:
-        """Members of groups that reached the size limit: no later edge can change them."""
-        return {k for g in self.members.values() if len(g) >= self.max_size for k in g}
-
-    def groups(self) -> list[list[int]]:
-        return sorted(sorted(g) for g in self.members.values() if len(g) >= MIN_CLUSTER)
-
-
-def group(sets: Sequence[frozenset[str]], pairs: Sequence[tuple[float, int, int]], threshold: float,
-          max_size: int = MAX_CLUSTER) -> list[list[int]]:
-    """Complete-linkage groups: join two groups along the best pair only if all members stay close.
-
-    Deterministic for a given set of pairs (ties broken by index), so the indexed and the
-    all-pairs searches yield the same clusters. Returns groups of 2 or more, each sorted.
-    """
-    grouper = _Grouper(sets, threshold, max_size)
-    grouper.add(pairs)
-    return grouper.groups()
-
-
-def _compact(sets: Sequence[frozenset[str]], order: Sequence[Sequence[int]]) -> list[frozenset[str]]:
-    """Copies of ``sets`` that compare faster: one shared object per token, so set lookups match
-    by identity, and sets sharing their rarest token allocated side by side in memory, since
-    those are the ones compared with each other."""
-    canon: dict[str, str] = {}
-    out: list[frozenset[str]] = [frozenset()] * len(sets)
-    for i in sorted(range(len(sets)), key=lambda n: (order[n][:1], n)):
-        out[i] = frozenset(map(canon.setdefault, sets[i], sets[i]))
-    return out
-
-
-# Score bands searched from the top: the stricter the threshold, the cheaper the search.
-BANDS = (0.8, 0.6, 0.45)
-
-
-def find_clusters(sets: Sequence[frozenset[str]], threshold: float, max_size: int = MAX_CLUSTER, *,
-                  baseline: bool = False, bands: Sequence[float] = BANDS) -> list[list[int]]:
-    """Clusters of 2 to ``max_size`` indexes into ``sets`` (``baseline`` scans all pairs).
-
-    The indexed search takes the pairs in score bands, best first, feeding each band to the same
-    greedy grouping the baseline uses. Members of groups that are already full take no further
-    part (the grouping would skip every later edge of theirs), so the wide, costly bands near
-    ``threshold`` search only the statements still able to join something. Same clusters as
-    grouping all pairs at once, which the tests and the benchmark check.
-    """
-    if baseline:
-        return group(sets, all_pairs(sets, threshold), threshold, max_size)
-    order = rank_order(sets)
-    sets = _compact(sets, order)
-    grouper = _Grouper(sets, threshold, max_size)
-    alive = list(range(len(sets)))
-    upper: float | None = None
-    for band in [b for b in bands if b > threshold] + [threshold]:
-        found = similar_pairs([sets[i] for i in alive], band, order=[order[i] for i in alive])
-        grouper.add([(score, alive[a], alive[b]) for score, a, b in found if upper is None or score < upper])
-        full = grouper.full()
-        alive = [i for i in alive if i not in full]
-        upper = band
-    return grouper.groups()
+__all__ = ["AlreadyRunning", "Consolidation", "Plan", "RunResult"]
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -339,19 +123,10 @@ class Plan:
         }
 
 
-def plan(service: MemoryService, namespace: str) -> Plan:
-    """Decide what a run would look at, reading main and the usage log; writes nothing."""
-    settings = service.settings
-    ns = service.ns(namespace)
-    at = now()
-    with ns.lock:
-        for _ in range(5):
-            head = ns.synced()
-            rows = ns.index.rows(states=["active", "pending"])
-            if ns.index.indexed_commit() == str(head.id):
-                break  # another process did not move the index on under us
-        uses = ns.usage.pending()
-        potencies = {r.memory.id: service.effective_potency(ns, r.memory, at, uses) for r in rows}
+def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses: ranking.Uses,
+              settings: Settings) -> Plan:
+    """What a run should look at, from the active and pending memories at ``head``; no I/O."""
+    potencies = {r.memory.id: ranking.effective_potency(r.memory, at, uses) for r in rows}
     active = [r for r in rows if r.memory.state == "active"]
     pending = [r for r in rows if r.memory.state == "pending"]
     lifecycle: list[Lifecycle] = []
@@ -410,7 +185,7 @@ def plan(service: MemoryService, namespace: str) -> Plan:
             lifecycle.append(Lifecycle("discard", m, why, score=score))
         else:
             lifecycle.append(Lifecycle("judge", m, why, question="pending", score=score))
-    return Plan(namespace, str(head.id), at, len(active), tuple(clusters), tuple(lifecycle), potencies)
+    return Plan(namespace, head, at, len(active), tuple(clusters), tuple(lifecycle), potencies)
 
 
 # --- decisions and the commits they become --------------------------------------------------------
@@ -444,7 +219,7 @@ class Decision:
 class _Paths:
     """Free file paths for new memories, counting those claimed earlier in the same run."""
 
-    def __init__(self, ns: Namespace, head: pygit2.Commit) -> None:
+    def __init__(self, ns: Namespace, head: Commit) -> None:
         self.ns, self.head, self.claimed = ns, head, set[str]()
 
     def take(self, memory_type: str, title: str, memory_id: str) -> str:
@@ -631,53 +406,8 @@ def summarise(decisions: Sequence[Decision], review: int | None) -> str:
 # --- the run ----------------------------------------------------------------------------------
 
 
-def _state_file(service: MemoryService, namespace: str) -> Path:
-    return service.settings.state_dir / namespace / "consolidation.json"
-
-
-def read_state(service: MemoryService, namespace: str) -> dict[str, Any]:
-    """What the trigger needs: when the last run finished and when one was last enqueued."""
-    try:
-        data = json.loads(_state_file(service, namespace).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def write_state(service: MemoryService, namespace: str, **values: Any) -> None:
-    """Update the state file atomically (write a temporary file, rename it)."""
-    path = _state_file(service, namespace)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = read_state(service, namespace) | values
-    # Unique per process and thread: gunicorn threads trigger from one process at once.
-    tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
-
-
-@contextmanager
-def run_lock(service: MemoryService, namespace: str) -> Iterator[None]:
-    """Hold the namespace's consolidation lock, or raise :class:`AlreadyRunning`.
-
-    An ``flock`` on a file beside the index: the kernel releases it when the holder exits, so a
-    worker killed mid-run never leaves the namespace locked.
-    """
-    path = service.settings.state_dir / namespace / "consolidation.lock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+b") as handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise AlreadyRunning(f"a consolidation of namespace {namespace!r} is already running; "
-                                 "wait for it to finish") from exc
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
 def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: Namespace,
-           head: pygit2.Commit, progress: Progress | None = None) -> tuple[list[Decision], int]:
+           head: Commit, progress: Progress | None = None) -> tuple[list[Decision], int]:
     """Ask the LLM about every cluster and grey-zone memory; returns decisions and LLM failures.
 
     Once the LLM is unavailable the remaining questions are not asked: clusters count as vetoed
@@ -734,64 +464,105 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
     return decisions, failures
 
 
-def run(service: MemoryService, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
-        llm: LLM | None = None) -> RunResult:
-    """Consolidate one namespace onto a review branch (or, with ``dry_run``, only plan).
+class Consolidation:
+    """Plan, decide and run consolidation of any namespace, and the rule that triggers a run."""
 
-    Folds the recorded usage into main first (so potencies are current), plans, asks the LLM,
-    writes one commit per decision on ``consolidate/<namespace>/<timestamp>`` and opens a review.
-    Raises :class:`AlreadyRunning` when another run holds the namespace.
-    """
-    service.ns(namespace)  # NamespaceNotFound before anything else
-    model = llm or llm_from_settings(service.settings)
-    if dry_run:
-        plan_ = plan(service, namespace)
-        return RunResult(namespace, True, (), None, None, _dry_summary(plan_), plan_, model.name)
-    with run_lock(service, namespace):
-        service.reviews.prune_orphans(namespace)
-        service.fold_usage(namespace, actor=ACTOR)
-        plan_ = plan(service, namespace)
-        ns = service.ns(namespace)
-        head = ns.store.commit(plan_.head)
-        decisions, failures = decide(plan_, model, max_chars=service.settings.merged_max_chars,
-                                     pair_threshold=service.settings.pair_threshold, ns=ns, head=head,
-                                     progress=progress)
-        changes = [d.change for d in decisions if d.change is not None]
-        review_number: int | None = None
-        branch: str | None = None
-        if changes:
-            stamp = plan_.at.strftime("%Y%m%dT%H%M%SZ")
-            branch = f"refs/heads/consolidate/{namespace}/{stamp}"
-            tip = head
-            with ns.lock:
-                for change in changes:
-                    tip = ns.store.commit(str(ns.store.write_commit(tip, change)))
-                suffix = 1
-                while ns.store.head_id(branch) is not None:
-                    suffix += 1
-                    branch = f"refs/heads/consolidate/{namespace}/{stamp}-{suffix}"
-                ns.store.move_ref(branch, tip.id, None, "consolidation")
-            title = summarise(decisions, None)
-            description = "\n".join(f"- {d.kind}: {d.reason}" for d in decisions if d.change is not None)
-            review = service.reviews.open(namespace, branch=branch, base=plan_.head,
-                                          title=title[:1].upper() + title[1:], author=ACTOR,
-                                          kind="consolidation", description=description)
-            review_number = review.number
-        summary = summarise(decisions, review_number)
-        write_state(service, namespace, last_run=concepts.iso(now()), active_at_last_run=plan_.active)
-        result = RunResult(namespace, False, tuple(decisions), review_number, branch, summary, plan_,
-                           model.name, failures)
-    if review_number is not None:
-        from . import notify
+    def __init__(self, namespaces: Namespaces, memories: Memories, reviews: Reviews, settings: Settings) -> None:
+        self.namespaces = namespaces
+        self.memories = memories
+        self.reviews = reviews
+        self.settings = settings
 
-        notify.publish(service, {
-            "event": "review.opened",
-            "namespace": namespace,
-            "review": service.reviews.get(namespace, review_number).to_dict(),
-            "summary": summary,
-            "merges": result.merges,
-        })
-    return result
+    def state(self, namespace: str) -> RunState:
+        """The namespace's run lock and state file (when it last ran, when a run was last queued)."""
+        return RunState(self.settings.state_dir, self.namespaces.open(namespace).name)
+
+    def plan(self, namespace: str) -> Plan:
+        """Decide what a run would look at, reading main and the usage log; writes nothing."""
+        ns = self.namespaces.open(namespace)
+        at = now()
+        with ns.lock:
+            for _ in range(5):
+                head = ns.synced()
+                rows = ns.index.rows(states=["active", "pending"])
+                if ns.index.indexed_commit() == str(head.id):
+                    break  # another process did not move the index on under us
+            uses = ns.usage.pending()
+        return make_plan(namespace, str(head.id), at, rows, uses, self.settings)
+
+    def run(self, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
+            llm: LLM | None = None) -> RunResult:
+        """Consolidate one namespace onto a review branch (or, with ``dry_run``, only plan).
+
+        Folds the recorded usage into main first (so potencies are current), plans, asks the LLM,
+        writes one commit per decision on ``consolidate/<namespace>/<timestamp>`` and opens a
+        review. Raises :class:`AlreadyRunning` when another run holds the namespace.
+        """
+        ns = self.namespaces.open(namespace)  # NamespaceNotFound before anything else
+        model = llm or llm_from_settings(self.settings)
+        if dry_run:
+            plan_ = self.plan(namespace)
+            return RunResult(namespace, True, (), None, None, _dry_summary(plan_), plan_, model.name)
+        state = self.state(namespace)
+        with state.lock():
+            self.reviews.prune_orphans(namespace)
+            self.memories.fold_usage(namespace, actor=ACTOR)
+            plan_ = self.plan(namespace)
+            head = ns.store.commit(plan_.head)
+            decisions, failures = decide(plan_, model, max_chars=self.settings.merged_max_chars,
+                                         pair_threshold=self.settings.pair_threshold, ns=ns, head=head,
+                                         progress=progress)
+            changes = [d.change for d in decisions if d.change is not None]
+            review = None
+            if changes:
+                title = summarise(decisions, None)
+                description = "\n".join(f"- {d.kind}: {d.reason}" for d in decisions if d.change is not None)
+                with ns.lock:
+                    branch = ns.store.write_branch(
+                        head, changes, f"refs/heads/consolidate/{namespace}/{plan_.at.strftime('%Y%m%dT%H%M%SZ')}",
+                        "consolidation")
+                review = self.reviews.open(namespace, branch=branch, base=plan_.head,
+                                           title=title[:1].upper() + title[1:], author=ACTOR,
+                                           kind="consolidation", description=description)
+            summary = summarise(decisions, review.number if review else None)
+            state.write(last_run=concepts.iso(now()), active_at_last_run=plan_.active)
+            result = RunResult(namespace, False, tuple(decisions), review.number if review else None,
+                               review.branch if review else None, summary, plan_, model.name, failures)
+        if review is not None:
+            notify.publish(self.settings, {"event": "review.opened", "namespace": namespace,
+                                           "review": review.to_dict(), "summary": summary,
+                                           "merges": result.merges})
+        return result
+
+    def open_review(self, namespace: str) -> bool:
+        """Whether a consolidation review of ``namespace`` is waiting for a decision."""
+        return any(r.kind == "consolidation" for r in self.reviews.list(namespace, status="open"))
+
+    def should_trigger(self, namespace: str, at: datetime | None = None) -> bool:
+        """The trigger rule after a write added a memory.
+
+        Run when more than ``consolidate_min_active`` memories are active, or when
+        ``consolidate_interval_hours`` have passed since the last run (since the namespace was
+        created if it never ran); but never more often than :data:`TRIGGER_THROTTLE`, and not
+        while a consolidation review is still open.
+        """
+        at = at or now()
+        state = self.state(namespace).read()
+        last_enqueued = concepts.parse_time(state.get("last_enqueued"))
+        if last_enqueued is not None and at - last_enqueued < TRIGGER_THROTTLE:
+            return False
+        ns = self.namespaces.open(namespace)
+        ns.synced()
+        active = ns.index.counts()["state"].get("active", 0)
+        if active > self.settings.consolidate_min_active:
+            return not self.open_review(namespace)
+        last_run = concepts.parse_time(state.get("last_run"))
+        if last_run is None:
+            first = next(iter(reversed(list(ns.store.log()))), None)
+            last_run = datetime.fromtimestamp(first.commit_time, UTC) if first is not None else at
+        if at - last_run >= timedelta(hours=self.settings.consolidate_interval_hours):
+            return not self.open_review(namespace)
+        return False
 
 
 def _dry_summary(plan_: Plan) -> str:

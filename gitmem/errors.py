@@ -12,6 +12,7 @@
      ├── Conflict                                                                   (CLI exit 4, HTTP 409)
      │    ├── RevertConflict     the revert would not apply cleanly
      │    ├── RefRaceLost        compare-and-swap kept losing to other writers
+     │    ├── MergeConflict      a reviewed commit no longer applies to main
      │    └── StaleReview        main changed the reviewed memories meanwhile
      ├── MalformedConcept        a memory file that does not parse (names the file)  (HTTP 422)
      ├── PermissionDenied        the caller may not do this                          (HTTP 403)
@@ -73,6 +74,15 @@ class RevertConflict(Conflict):
 
 class RefRaceLost(Conflict):
     """Other writers kept moving the branch; the change was not written."""
+
+
+class MergeConflict(Conflict):
+    """A commit replayed onto main clashes with what main holds now."""
+
+    def __init__(self, commit: str, paths: list[str]) -> None:
+        super().__init__(f"commit {commit[:10]} no longer applies to main: it conflicts in {', '.join(paths)}")
+        self.commit = commit
+        self.paths = paths
 
 
 class StaleReview(Conflict):

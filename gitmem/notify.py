@@ -5,9 +5,10 @@ Events are plain dicts. ``review.opened`` (after a run opened a review) carries 
 3, review #2") and ``merges`` (``[{"before": [texts], "after": text}]``); ``review.closed``
 (after approve, reject, or a review found stale) carries ``namespace`` and ``review``.
 
-Subscribers are functions ``fn(service, event)``: registered in-process with :func:`subscribe`,
-or installed as entry points in the group ``gitmem.notifiers``. A failing subscriber is logged
-and never fails the operation that published the event.
+Subscribers are functions ``fn(settings, event)``: registered in-process with :func:`subscribe`,
+or installed as entry points in the group ``gitmem.notifiers``. An event carries data only; a
+subscriber that needs to read more builds its own service from the settings it is given. A
+failing subscriber is logged and never fails the operation that published the event.
 """
 
 from __future__ import annotations
@@ -15,15 +16,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from .service import MemoryService
+from .settings import Settings
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "gitmem.notifiers"
-Subscriber = Callable[["MemoryService", dict[str, Any]], None]
+Subscriber = Callable[[Settings, dict[str, Any]], None]
 _subscribers: list[Subscriber] = []
 
 
@@ -50,10 +50,10 @@ def _installed() -> list[Subscriber]:
     return out
 
 
-def publish(service: MemoryService, event: dict[str, Any]) -> None:
+def publish(settings: Settings, event: dict[str, Any]) -> None:
     """Call every subscriber with ``event``; failures are logged, never raised."""
     for fn in [*_subscribers, *_installed()]:
         try:
-            fn(service, event)
+            fn(settings, event)
         except Exception:
             log.exception("notifier %r failed on %s", fn, event.get("event"))

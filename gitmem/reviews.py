@@ -19,28 +19,24 @@ import builtins
 import difflib
 import json
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import pygit2
-from pygit2.enums import SortMode
-
-from . import concepts
+from . import concepts, notify
 from .concepts import now
 from .errors import (
     CommitNotFound,
     Conflict,
     InvalidInput,
+    MergeConflict,
     RefRaceLost,
     ReviewNotFound,
     StaleReview,
 )
-from .index import is_memory_path
-from .store import MAIN, Change, Store, parse_trailers
-
-if TYPE_CHECKING:
-    from .service import MemoryService
+from .repo import MAIN, Change, Commit, Namespaces, Store, is_memory_path, parse_trailers
+from .settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -129,15 +125,6 @@ class ReviewCommit:
                 "memory_ids": list(self.memory_ids), "files": [f.to_dict() for f in self.files]}
 
 
-def _text(repo: pygit2.Repository, oid: pygit2.Oid | None) -> str | None:
-    if oid is None:
-        return None
-    blob = repo[oid]
-    if not isinstance(blob, pygit2.Blob):
-        return None
-    return blob.data.decode("utf-8", errors="replace")
-
-
 def _body(message: str) -> str:
     """The message between the summary line and the trailers."""
     paragraphs = [p for p in message.strip().split("\n\n") if p.strip()]
@@ -147,15 +134,16 @@ def _body(message: str) -> str:
 
 
 class Reviews:
-    """List, show, open, approve, reject and comment on reviews; built by ``service.reviews``."""
+    """List, show, open, approve, reject and comment on reviews of any namespace."""
 
-    def __init__(self, service: MemoryService) -> None:
-        self.service = service
+    def __init__(self, namespaces: Namespaces, settings: Settings) -> None:
+        self.namespaces = namespaces
+        self.settings = settings
 
     # --- the record store ------------------------------------------------------------------------
 
     def _store(self, namespace: str, *, create: bool = True) -> Store:
-        store = self.service.ns(namespace).store
+        store = self.namespaces.open(namespace).store
         if create and store.head_id(REVIEWS_REF) is None:
             oid = store.write_commit(None, Change({"README.md": _README}, "Initialize reviews", "init"))
             try:
@@ -164,17 +152,18 @@ class Reviews:
                 pass  # another process created it first
         return store
 
-    def _read(self, store: Store, commit: pygit2.Commit, namespace: str) -> builtins.list[Review]:
+    def _read(self, store: Store, commit: Commit, namespace: str) -> builtins.list[Review]:
         reviews = [replace(Review.from_dict(json.loads(data)), namespace=namespace)
                    for path, data in store.files(commit, "reviews") if path.endswith(".json")]
         return sorted(reviews, key=lambda r: r.number)
 
-    def _save(self, namespace: str, number: int | None, update: Any, summary: str, actor: str) -> Review:
+    def _save(self, namespace: str, number: int | None, update: Callable[[Any], Review], summary: str,
+              actor: str) -> Review:
         """Create (``number`` None) or update a record with a compare-and-swap commit."""
         store = self._store(namespace)
         saved: dict[str, Review] = {}
 
-        def plan(head: pygit2.Commit) -> Change:
+        def plan(head: Commit) -> Change:
             if number is None:
                 existing = self._read(store, head, namespace)
                 review: Review = update(max((r.number for r in existing), default=0) + 1)
@@ -214,37 +203,26 @@ class Reviews:
             raise ReviewNotFound(f"no review #{number} in namespace {namespace!r}; see `gitmem review list`")
         return replace(Review.from_dict(json.loads(data)), namespace=namespace)
 
-    def commits(self, namespace: str, review: Review) -> builtins.list[pygit2.Commit]:
+    def commits(self, namespace: str, review: Review) -> builtins.list[Commit]:
         """The review's commits, oldest first."""
-        store = self.service.ns(namespace).store
-        repo = store.repo
-        walker = repo.walk(pygit2.Oid(hex=review.head), SortMode.TOPOLOGICAL | SortMode.REVERSE)
-        walker.hide(pygit2.Oid(hex=review.base))
-        return [c for c in walker]
+        return self.namespaces.open(namespace).store.between(review.base, review.head)
 
     def diff(self, namespace: str, number: int) -> builtins.list[ReviewCommit]:
         """Each commit of the review with its reason and a unified diff per file."""
         review = self.get(namespace, number)
-        repo = self.service.ns(namespace).store.repo
+        store = self.namespaces.open(namespace).store
         out = []
         for commit in self.commits(namespace, review):
-            info = self.service.ns(namespace).store.info(commit)
-            if commit.parents:
-                diff = commit.parents[0].tree.diff_to_tree(commit.tree)
-            else:
-                diff = commit.tree.diff_to_tree(swap=True)
+            info = store.info(commit)
             files = []
-            for delta in diff.deltas:
-                status = {"A": "added", "D": "deleted"}.get(delta.status_char(), "modified")
-                old = None if status == "added" else _text(repo, delta.old_file.id)
-                new = None if status == "deleted" else _text(repo, delta.new_file.id)
-                path = delta.new_file.path if status != "deleted" else delta.old_file.path
+            for change in store.file_changes(commit):
                 unified = "".join(difflib.unified_diff(
-                    (old or "").splitlines(keepends=True), (new or "").splitlines(keepends=True),
-                    fromfile="/dev/null" if old is None else f"a/{delta.old_file.path}",
-                    tofile="/dev/null" if new is None else f"b/{delta.new_file.path}",
+                    (change.old_text or "").splitlines(keepends=True),
+                    (change.new_text or "").splitlines(keepends=True),
+                    fromfile="/dev/null" if change.old_path is None else f"a/{change.old_path}",
+                    tofile="/dev/null" if change.new_path is None else f"b/{change.new_path}",
                 ))
-                files.append(FileDiff(path, status, old, new, unified))
+                files.append(FileDiff(change.path, change.status, change.old_text, change.new_text, unified))
             out.append(ReviewCommit(info.id, info.summary, _body(commit.message), info.action,
                                     info.memory_ids, files))
         return out
@@ -254,7 +232,7 @@ class Reviews:
     def open(self, namespace: str, *, branch: str, base: str, title: str, author: str, kind: str,
              description: str = "") -> Review:
         """Record a new open review of ``branch`` (a full ref name) against main at ``base``."""
-        store = self.service.ns(namespace).store
+        store = self.namespaces.open(namespace).store
         head = store.head_id(branch)
         if head is None:
             raise InvalidInput(f"branch {branch} does not exist")
@@ -270,19 +248,34 @@ class Reviews:
 
         review = self._save(namespace, None, make, f"open {title}", author)
         if kind != "consolidation":  # a consolidation run announces its own review, with its merges
-            from . import notify
-
-            notify.publish(self.service, {"event": "review.opened", "namespace": namespace,
+            notify.publish(self.settings, {"event": "review.opened", "namespace": namespace,
                                           "review": review.to_dict(),
                                           "summary": f"{author} proposes: {title}, review #{review.number}",
                                           "merges": []})
         return review
 
+    def propose(self, namespace: str, changes: Sequence[Change], *, title: str, author: str, kind: str,
+                description: str = "", branch: str | None = None) -> Review:
+        """Write changes as commits on a new branch off main and open a review of them.
+
+        The branch is ``branch`` (a full ref name) or ``refs/heads/review/<kind>-<time>``; a
+        name already taken gets a numbered suffix.
+        """
+        if not changes:
+            raise Conflict("there is nothing to review")
+        ns = self.namespaces.open(namespace)
+        with ns.lock:
+            base = ns.store.head()
+            ref = branch or f"refs/heads/review/{kind}-{now().strftime('%Y%m%dT%H%M%S')}"
+            ref = ns.store.write_branch(base, list(changes), ref, f"open review: {title}")
+        return self.open(namespace, branch=ref, base=str(base.id), title=title, author=author, kind=kind,
+                         description=description)
+
     def comment(self, namespace: str, number: int, *, actor: str, text: str) -> Review:
         """Add a comment to a review's thread (any status)."""
         number = _number(number)
         actor = _actor(actor)
-        text = concepts.clean_text(text, limit=self.service.settings.max_text_chars, what="comment")
+        text = concepts.clean_text(text, limit=self.settings.max_text_chars, what="comment")
         entry = {"actor": actor, "at": concepts.iso(now()), "text": text}
 
         def update(review: Review) -> Review:
@@ -318,7 +311,7 @@ class Reviews:
         """
         number = _number(number)
         actor = _actor(actor)
-        ns = self.service.ns(namespace)
+        ns = self.namespaces.open(namespace)
         store = ns.store
         with ns.lock:
             review = self.get(namespace, number)
@@ -329,30 +322,20 @@ class Reviews:
             every = self.commits(namespace, review)
             selected = self._select(every, commits, number)
             for _ in range(50):
-                main_id = store.head_id(MAIN)
-                assert main_id is not None
-                main = store.commit(main_id)
+                main = store.head(MAIN)
                 reason = self._staleness(namespace, review, selected, main)
                 tip = main
                 if reason is None:
-                    for commit in selected:
-                        index = store.repo.merge_trees(commit.parents[0].tree, tip.tree, commit.tree)
-                        if index.conflicts is not None:
-                            paths = sorted({(c[1] or c[2] or c[0]).path for c in index.conflicts if any(c)})
-                            reason = (f"commit {str(commit.id)[:10]} no longer applies to main: it conflicts "
-                                      f"in {', '.join(paths)}; run consolidation again")
-                            break
-                        tree = index.write_tree(store.repo)
-                        # The committer is gitmem, now: a Signature takes the time it is made at.
-                        committer = pygit2.Signature("gitmem", "gitmem@localhost")
-                        oid = store.repo.create_commit(None, commit.author, committer, commit.message, tree, [tip.id])
-                        tip = store.commit(str(oid))
+                    try:
+                        tip = store.replay(selected, main)
+                    except MergeConflict as exc:
+                        reason = f"{exc}; run consolidation again"
                 if reason is not None:
                     stale = self._mark_stale(namespace, number, reason, actor)
                     self._publish(namespace, stale)
                     raise StaleReview(f"review #{number} is stale: {reason}")
                 try:
-                    store.move_ref(MAIN, tip.id, main_id, f"approve review #{number} by {actor}")
+                    store.move_ref(MAIN, tip.id, str(main.id), f"approve review #{number} by {actor}")
                 except RefRaceLost:
                     continue  # someone wrote meanwhile: check again against the new main
                 break
@@ -375,18 +358,17 @@ class Reviews:
 
     def prune_orphans(self, namespace: str) -> builtins.list[str]:
         """Delete consolidation branches that have no review (left by a run killed mid-write)."""
-        store = self.service.ns(namespace).store
+        store = self.namespaces.open(namespace).store
         known = {r.branch for r in self.list(namespace)}
-        prefix = f"refs/heads/consolidate/{namespace}/"
-        gone = [ref for ref in store.repo.references if ref.startswith(prefix) and ref not in known]
+        gone = [ref for ref in store.refs(f"refs/heads/consolidate/{namespace}/") if ref not in known]
         for ref in gone:
             store.delete_ref(ref)
         return gone
 
     # --- helpers ---------------------------------------------------------------------------------
 
-    def _select(self, every: builtins.list[pygit2.Commit], picked: builtins.list[str] | None,
-                number: int) -> builtins.list[pygit2.Commit]:
+    def _select(self, every: builtins.list[Commit], picked: builtins.list[str] | None,
+                number: int) -> builtins.list[Commit]:
         if picked is None:
             if not every:
                 raise Conflict(f"review #{number} has no commits to merge")
@@ -407,12 +389,12 @@ class Reviews:
             chosen.add(matches[0])
         return [c for c in every if str(c.id) in chosen]
 
-    def _staleness(self, namespace: str, review: Review, selected: builtins.list[pygit2.Commit],
-                   main: pygit2.Commit) -> str | None:
+    def _staleness(self, namespace: str, review: Review, selected: builtins.list[Commit],
+                   main: Commit) -> str | None:
         """Why the selected commits may not be merged onto ``main`` any more, or None."""
         if str(main.id) == review.base:
             return None
-        store = self.service.ns(namespace).store
+        store = self.namespaces.open(namespace).store
         try:
             base = store.commit(review.base)
         except CommitNotFound:
@@ -427,9 +409,7 @@ class Reviews:
         for old, new in store.changed_paths(base, main):
             changed_paths.update(p for p in (old, new) if p)
         changed_ids: set[str] = set()
-        walker = store.repo.walk(main.id, SortMode.TOPOLOGICAL)
-        walker.hide(base.id)
-        for commit in walker:
+        for commit in store.between(str(base.id), str(main.id)):
             changed_ids.update(parse_trailers(commit.message).get("Memory-Id", []))
         paths = sorted(touched_paths & changed_paths)
         ids = sorted(touched_ids & changed_ids)
@@ -449,20 +429,18 @@ class Reviews:
 
     def _retire_branch(self, namespace: str, review: Review) -> None:
         """Keep a closed review's commits reachable off ``refs/heads`` and drop its branch."""
-        store = self.service.ns(namespace).store
+        store = self.namespaces.open(namespace).store
         closed = f"{CLOSED_PREFIX}{review.number}"
         if store.head_id(closed) is None:
             try:
-                store.move_ref(closed, pygit2.Oid(hex=review.head), None, f"close review #{review.number}")
+                store.move_ref(closed, review.head, None, f"close review #{review.number}")
             except RefRaceLost:
                 pass
         if review.branch.startswith("refs/heads/") and store.head_id(review.branch) == review.head:
             store.delete_ref(review.branch)
 
     def _publish(self, namespace: str, review: Review) -> None:
-        from . import notify
-
-        notify.publish(self.service, {"event": "review.closed", "namespace": namespace,
+        notify.publish(self.settings, {"event": "review.closed", "namespace": namespace,
                                       "review": review.to_dict()})
 
 

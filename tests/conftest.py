@@ -8,8 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from gitmem.repo import Namespace
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
+
+
+def namespace_of(svc: MemoryService, name: str = "default") -> Namespace:
+    """The repository layer under a service (tests only): its store, index, usage log and lock."""
+    return svc._namespaces.open(name)
 
 
 @pytest.fixture

@@ -11,13 +11,15 @@ from typing import Any
 
 import pytest
 
-from gitmem import concepts, consolidate, notify
+from gitmem import clustering, concepts, notify
 from gitmem.concepts import Memory, new_id
 from gitmem.errors import NamespaceNotFound
 from gitmem.llm import OpenAICompatible
+from gitmem.repo import MAIN, AlreadyRunning, Change, RunState
 from gitmem.service import MemoryService
+from gitmem.settings import Settings
 from gitmem.similarity import token_set
-from gitmem.store import MAIN, Change
+from tests.conftest import namespace_of
 from tests.fakes.openai_server import HOLD, FakeOpenAI, Request, answer, running
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cursorrules.jsonl"
@@ -31,7 +33,7 @@ def plant(svc: MemoryService, text: str, *, days: float = 0, namespace: str = "d
     memory = Memory(id=memory_id, type=fields.pop("type", "convention"), text=text, title=title,
                     created=at, updated=at, source=fields.pop("source", "agent"), **fields)
     memory = memory.replace(path=concepts.file_path(memory.type, f"{concepts.slugify(title)}-{memory_id}"))
-    ns = svc.ns(namespace)
+    ns = namespace_of(svc, namespace)
     ns.store.transact(lambda head: Change({memory.path: concepts.render(memory)}, f"remember: {title}",
                                           "remember", (memory_id,), memory.source, None))
     ns.synced()
@@ -39,7 +41,7 @@ def plant(svc: MemoryService, text: str, *, days: float = 0, namespace: str = "d
 
 
 def refs(svc: MemoryService) -> dict[str, str]:
-    repo = svc.ns("default").store.repo
+    repo = namespace_of(svc, "default").store.repo
     return {name: str(repo.references[name].target) for name in repo.references}
 
 
@@ -51,7 +53,7 @@ def texts(svc: MemoryService, state: str = "active") -> list[str]:
 def events() -> Iterator[list[dict[str, Any]]]:
     seen: list[dict[str, Any]] = []
 
-    def listen(service: MemoryService, event: dict[str, Any]) -> None:
+    def listen(settings: Settings, event: dict[str, Any]) -> None:
         seen.append(event)
 
     notify.subscribe(listen)
@@ -104,19 +106,19 @@ def corpus(n: int, seed: int = 7) -> list[frozenset[str]]:
 
 def test_indexed_search_finds_exactly_the_pairs_and_clusters_of_all_pairs() -> None:
     sets = corpus(800)
-    fast = consolidate.similar_pairs(sets, 0.3)
-    slow = consolidate.all_pairs(sets, 0.3)
+    fast = clustering.similar_pairs(sets, 0.3)
+    slow = clustering.all_pairs(sets, 0.3)
     assert sorted(fast) == sorted(slow)
     assert len(slow) > 100
-    assert consolidate.find_clusters(sets, 0.3) == consolidate.find_clusters(sets, 0.3, baseline=True)
+    assert clustering.find_clusters(sets, 0.3) == clustering.find_clusters(sets, 0.3, baseline=True)
 
 
 @pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} (the shared data set) is not here")
 def test_real_statements_cluster_like_all_pairs_without_a_giant_component() -> None:
     lines = DATA.read_text(encoding="utf-8").splitlines()
     sets = [token_set(json.loads(line)["text"]) for line in random.Random(3).sample(lines, 700)]
-    clusters = consolidate.find_clusters(sets, 0.3)
-    assert clusters == consolidate.find_clusters(sets, 0.3, baseline=True)
+    clusters = clustering.find_clusters(sets, 0.3)
+    assert clusters == clustering.find_clusters(sets, 0.3, baseline=True)
     assert clusters and max(len(c) for c in clusters) <= 8
     for cluster in clusters:  # every member is close to every other: no chaining
         for a in cluster:
@@ -129,12 +131,12 @@ def test_chains_of_pairwise_similar_statements_are_not_merged_into_one_cluster()
     a = token_set("alpha beta gamma delta")
     b = token_set("gamma delta epsilon zeta")
     c = token_set("epsilon zeta eta theta")
-    assert consolidate.find_clusters([a, b, c], 0.3) == [[0, 1]]  # b joins a, c stays out
+    assert clustering.find_clusters([a, b, c], 0.3) == [[0, 1]]  # b joins a, c stays out
 
 
 def test_clusters_hold_at_most_eight_members() -> None:
     sets = [token_set(f"use strict typescript mode everywhere {i}") for i in range(20)]
-    clusters = consolidate.find_clusters(sets, 0.3)
+    clusters = clustering.find_clusters(sets, 0.3)
     assert sorted(len(c) for c in clusters) == [4, 8, 8]
 
 
@@ -145,7 +147,7 @@ def test_dry_run_plans_and_writes_nothing(svc: MemoryService) -> None:
     plant(svc, "Use descriptive variable and method names.")
     plant(svc, "Use descriptive variable and method names (e.g., IsUserSignedIn).")
     before = refs(svc)
-    result = consolidate.run(svc, "default", dry_run=True)
+    result = svc.consolidate("default", dry_run=True)
     assert refs(svc) == before
     assert result.review is None and result.dry_run
     plan = result.to_dict()["plan"]
@@ -164,12 +166,12 @@ def test_a_cluster_is_merged_on_a_branch_and_reaches_main_when_approved(
     other = plant(svc, "Deploy with docker compose on the staging box.")
     merged_text = "Before every commit run the unit tests with pytest, and the linter."
     fake, llm = llm_server(lambda r: answer(merged=merged_text, reason="all about testing before commits"))
-    main_before = svc.ns("default").store.head_id()
+    main_before = namespace_of(svc, "default").store.head_id()
 
-    result = consolidate.run(svc, "default", llm=llm)
+    result = svc.consolidate("default", llm=llm)
 
     assert result.summary == "consolidated 3 memories into 1, review #1"
-    assert svc.ns("default").store.head_id() == main_before  # nothing on main yet
+    assert namespace_of(svc, "default").store.head_id() == main_before  # nothing on main yet
     assert fake.kinds() == ["merge"]
     review = svc.reviews.get("default", 1)
     assert review.status == "open" and review.kind == "consolidation" and review.base == main_before
@@ -192,7 +194,7 @@ def test_a_cluster_is_merged_on_a_branch_and_reaches_main_when_approved(
     assert new.potency >= b.potency_at(concepts.now()) - 0.001  # the highest potency
     assert new.source == "consolidation"
     assert svc.recall("default", "unit tests before commit", record=False)[0].memory.id == new.id
-    assert svc.ns("default").store.info(svc.ns("default").store.head()).action == "consolidate"
+    assert namespace_of(svc, "default").store.info(namespace_of(svc, "default").store.head()).action == "consolidate"
     fsck("default")
 
 
@@ -201,7 +203,7 @@ def test_a_vetoed_cluster_changes_nothing(svc: MemoryService, llm_server: Any) -
     plant(svc, "Use Zustand for client state, React Query for server state.")
     fake, llm = llm_server(lambda r: answer(merged=None, reason="these are not one topic"))
     before = refs(svc)
-    result = consolidate.run(svc, "default", llm=llm)
+    result = svc.consolidate("default", llm=llm)
     assert result.review is None
     assert result.summary == "nothing to consolidate"
     assert result.to_dict()["counts"]["vetoed"] == 1
@@ -213,7 +215,7 @@ def test_a_malformed_answer_is_a_veto_and_never_written(svc: MemoryService, llm_
     plant(svc, "Use React Query for server state.")
     plant(svc, "Use React Query for all server state.")
     _, llm = llm_server(lambda r: "I merged them: Use React Query for server state.")
-    result = consolidate.run(svc, "default", llm=llm)
+    result = svc.consolidate("default", llm=llm)
     assert result.review is None and result.count("veto") == 1
     assert "did not parse" in result.decisions[0].reason
 
@@ -230,13 +232,13 @@ def test_a_conflict_is_resolved_towards_the_users_statement(
         return answer(merged=users[0]["text"], reason="the user's statement wins the conflict")
 
     fake, llm = llm_server(respond)
-    user_file = svc.ns("default").store.read(user.path)
-    result = consolidate.run(svc, "default", llm=llm)
+    user_file = namespace_of(svc, "default").store.read(user.path)
+    result = svc.consolidate("default", llm=llm)
     assert {m["source"] for m in fake.requests[0].memories} == {"user", "agent"}
     assert result.summary == "consolidated 3 memories into 1, review #1"
     svc.reviews.approve("default", 1, actor="bob")
     assert texts(svc) == ["Indent with tabs."]
-    assert svc.ns("default").store.read(user.path) == user_file  # the user's memory is untouched
+    assert namespace_of(svc, "default").store.read(user.path) == user_file  # the user's memory is untouched
     assert {spaces.id, never_tabs.id}.isdisjoint(m.id for m in svc.list("default", limit=100))
     fsck("default")
 
@@ -245,7 +247,7 @@ def test_user_statements_alone_are_never_merged(svc: MemoryService, llm_server: 
     svc.remember("default", "Indent with tabs.", source="user")
     svc.remember("default", "Indent with tabs in Go.", source="user")
     fake, llm = llm_server(longest)
-    result = consolidate.run(svc, "default", llm=llm)
+    result = svc.consolidate("default", llm=llm)
     assert result.plan.clusters == () and fake.requests == []
 
 
@@ -253,7 +255,7 @@ def test_highly_similar_pairs_get_update_delete_or_ignore(svc: MemoryService, ll
     old = plant(svc, "Always use pnpm to install packages in the web app.", days=3, access_count=1)
     new = plant(svc, "Always use pnpm to install packages in the web app, never npm.", days=1)
     fake, llm = llm_server(lambda r: answer(action="delete", memory=None, reason="the newer one replaces it"))
-    result = consolidate.run(svc, "default", llm=llm)
+    result = svc.consolidate("default", llm=llm)
     assert result.review is not None
     assert fake.kinds() == ["pair"]
     assert [m["id"] for m in fake.requests[0].memories] == [old.id, new.id]  # target is the older
@@ -268,7 +270,7 @@ def test_pair_update_folds_the_details_into_the_target(svc: MemoryService, llm_s
     plant(svc, "Always use pnpm to install packages in the web app, never npm.", days=1, access_count=2)
     updated = "Always use pnpm (never npm) to install packages in the web app."
     _, llm = llm_server(lambda r: answer(action="update", memory=updated, reason="same fact, more detail"))
-    result = consolidate.run(svc, "default", llm=llm)
+    result = svc.consolidate("default", llm=llm)
     assert result.review is not None
     svc.reviews.approve("default", result.review, actor="carol")
     [kept] = svc.list("default")
@@ -282,7 +284,7 @@ def test_chinese_and_english_clusters_in_one_run(svc: MemoryService, llm_server:
     plant(svc, "Use descriptive variable and method names (e.g., IsUserSignedIn).")
     plant(svc, "部署使用 docker compose。")
     fake, llm = llm_server(longest)
-    result = consolidate.run(svc, "default", llm=llm)
+    result = svc.consolidate("default", llm=llm)
     assert len(result.plan.clusters) == 2
     assert result.summary == "consolidated 4 memories into 2, review #1"
     svc.reviews.approve("default", 1, actor="dan")
@@ -312,12 +314,12 @@ def test_lifecycle_passes(svc: MemoryService, llm_server: Any) -> None:
         return answer(verdict="promote", reason="useful")
 
     fake, llm = llm_server(respond)
-    plan = consolidate.plan(svc, "default")
+    plan = svc.plan("default")
     actions = {a.memory.id: a.action for a in plan.lifecycle}
     assert actions == {faded.id: "archive", stale.id: "archive", judged.id: "judge",
                        used_pending.id: "promote", dead_pending.id: "discard", grey_pending.id: "judge"}
     assert fresh.id not in actions and tenured.id not in actions
-    result = consolidate.run(svc, "default", llm=llm)
+    result = svc.consolidate("default", llm=llm)
     assert sorted(fake.kinds()) == ["judge", "judge"]
     assert result.summary == "archived 3, promoted 2, discarded 1, review #1"
     commits = svc.reviews.diff("default", 1)
@@ -335,9 +337,9 @@ def test_lifecycle_passes(svc: MemoryService, llm_server: Any) -> None:
 def test_recorded_usage_is_folded_before_planning(svc: MemoryService) -> None:
     memory = plant(svc, "Deploy with docker compose on the staging box.")
     svc.recall("default", "docker compose staging")
-    consolidate.run(svc, "default")
+    svc.consolidate("default")
     assert svc.show("default", memory.id).access_count == 1
-    assert svc.ns("default").usage.high_water() == 0 or not svc.ns("default").usage.pending()
+    assert namespace_of(svc, "default").usage.high_water() == 0 or not namespace_of(svc, "default").usage.pending()
 
 
 def test_an_unavailable_model_leaves_the_clusters_alone(svc: MemoryService, llm_server: Any) -> None:
@@ -346,35 +348,35 @@ def test_an_unavailable_model_leaves_the_clusters_alone(svc: MemoryService, llm_
     plant(svc, "提交代码前必须运行单元测试。")
     plant(svc, "提交代码前必须运行全部单元测试。")
     fake, llm = llm_server(lambda r: HOLD, timeout=0.2)
-    result = consolidate.run(svc, "default", llm=llm)
+    result = svc.consolidate("default", llm=llm)
     assert result.review is None
     assert result.llm_failures == 1 and len(fake.requests) == 1  # the second cluster is not asked
     assert all(d.kind in ("veto", "ignore") for d in result.decisions)
 
 
 def test_two_runs_of_one_namespace_never_overlap(svc: MemoryService) -> None:
-    with consolidate.run_lock(svc, "default"):
-        with pytest.raises(consolidate.AlreadyRunning, match="already running"):
-            consolidate.run(svc, "default")
-    assert consolidate.run(svc, "default").summary == "nothing to consolidate"
+    with RunState(svc.settings.state_dir, "default").lock():
+        with pytest.raises(AlreadyRunning, match="already running"):
+            svc.consolidate("default")
+    assert svc.consolidate("default").summary == "nothing to consolidate"
 
 
 def test_an_unknown_namespace_is_a_clear_error(svc: MemoryService) -> None:
     with pytest.raises(NamespaceNotFound, match="gitmem init"):
-        consolidate.run(svc, "nope")
-    assert svc.ns("default").store.head_id(MAIN) is not None
+        svc.consolidate("nope")
+    assert namespace_of(svc, "default").store.head_id(MAIN) is not None
 
 
 def test_a_failing_subscriber_never_fails_the_run(svc: MemoryService, caplog: pytest.LogCaptureFixture) -> None:
     plant(svc, "Use descriptive variable and method names.")
     plant(svc, "Use descriptive variable and method names (e.g., IsUserSignedIn).")
 
-    def broken(service: MemoryService, event: dict[str, Any]) -> None:
+    def broken(settings: Settings, event: dict[str, Any]) -> None:
         raise RuntimeError("chat is down")
 
     notify.subscribe(broken)
     try:
-        result = consolidate.run(svc, "default")
+        result = svc.consolidate("default")
     finally:
         notify.unsubscribe(broken)
     assert result.review == 1

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from gitmem import consolidate, notify
+from gitmem import notify
 from gitmem.errors import Conflict, InvalidInput, ReviewNotFound, StaleReview
+from gitmem.repo import MAIN
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
-from gitmem.store import MAIN
+from tests.conftest import namespace_of
 
 from .conftest import git
 from .test_consolidate import plant
@@ -35,7 +36,7 @@ def three_merges(svc: MemoryService) -> int:
     for older, newer in TOPICS:
         plant(svc, older, days=2)
         plant(svc, newer, days=1)
-    result = consolidate.run(svc, "default")
+    result = svc.consolidate("default")
     assert result.review is not None
     assert len(svc.reviews.diff("default", result.review)) == 3
     return result.review
@@ -46,7 +47,7 @@ def active(svc: MemoryService) -> list[str]:
 
 
 def main_head(svc: MemoryService) -> str | None:
-    return svc.ns("default").store.head_id(MAIN)
+    return namespace_of(svc, "default").store.head_id(MAIN)
 
 
 def test_show_lists_each_decision_with_its_reason_and_a_diff_per_memory(svc: MemoryService) -> None:
@@ -90,10 +91,10 @@ def test_partial_approval_merges_only_the_chosen_commits(svc: MemoryService) -> 
     assert "提交代码前必须运行单元测试。" not in active(svc)
     for older, newer in (TOPICS[0], TOPICS[2]):
         assert older in active(svc) and newer in active(svc)
-    info = svc.ns("default").store.info(svc.ns("default").store.head())
+    info = namespace_of(svc, "default").store.info(namespace_of(svc, "default").store.head())
     assert info.summary == chosen.summary and info.action == "consolidate"
     # The dropped merges come back in the next run.
-    again = consolidate.run(svc, "default")
+    again = svc.consolidate("default")
     assert again.summary == "consolidated 4 memories into 2, review #2"
 
 
@@ -101,7 +102,7 @@ def test_approval_after_main_changed_the_same_memory_marks_the_review_stale(svc:
     number = three_merges(svc)
     seen: list[dict[str, Any]] = []
 
-    def listen(service: MemoryService, event: dict[str, Any]) -> None:
+    def listen(settings: Settings, event: dict[str, Any]) -> None:
         seen.append(event)
 
     notify.subscribe(listen)
@@ -120,7 +121,7 @@ def test_approval_after_main_changed_the_same_memory_marks_the_review_stale(svc:
     with pytest.raises(StaleReview):
         svc.reviews.approve("default", number, actor="alice")
     # Re-run: a new review of the current state, which merges cleanly.
-    rerun = consolidate.run(svc, "default")
+    rerun = svc.consolidate("default")
     assert rerun.review == number + 1
     svc.reviews.approve("default", rerun.review, actor="alice")
     assert "Use descriptive names for variables, methods and classes." in active(svc)
@@ -143,7 +144,7 @@ def test_reject_closes_the_review_and_leaves_main_untouched(svc: MemoryService) 
     assert rejected.status == "rejected" and rejected.decided_by == "bob"
     assert rejected.comments[-1]["text"] == "keep them apart"
     assert main_head(svc) == before
-    repo = svc.ns("default").store.repo
+    repo = namespace_of(svc, "default").store.repo
     assert review.branch not in repo.references  # gone from refs/heads
     assert str(repo.references[f"refs/gitmem/closed/{number}"].target) == review.head
     assert len(svc.reviews.diff("default", number)) == 3  # still readable
@@ -186,7 +187,7 @@ def test_an_amendment_by_a_non_maintainer_is_reviewed_then_merged(svc: MemorySer
     assert memory is not None
     seen: list[dict[str, Any]] = []
 
-    def listen(service: MemoryService, event: dict[str, Any]) -> None:
+    def listen(settings: Settings, event: dict[str, Any]) -> None:
         seen.append(event)
 
     notify.subscribe(listen)
@@ -256,7 +257,7 @@ def test_cli_consolidate_and_review_commands(svc: MemoryService, settings: Setti
 
 
 def test_reading_reviews_writes_nothing(svc: MemoryService) -> None:
-    repo = svc.ns("default").store.repo
+    repo = namespace_of(svc, "default").store.repo
     before = {name: str(repo.references[name].target) for name in repo.references}
     assert svc.reviews.list("default") == []
     with pytest.raises(ReviewNotFound):

@@ -22,16 +22,17 @@ from gitmem.errors import (
     NamespaceNotFound,
     RevertConflict,
 )
-from gitmem.service import MemoryService, path_matches
+from gitmem.repo import Change
+from gitmem.ranking import path_matches
+from gitmem.service import MemoryService
 from gitmem.settings import Settings
-from gitmem.store import Change
-from tests.conftest import git
+from tests.conftest import git, namespace_of
 
 Fsck = Callable[[str], None]
 
 
 def repo(svc: MemoryService, namespace: str = "default") -> Path:
-    return svc.repo_path(namespace)
+    return svc.settings.repos_dir / f"{namespace}.git"
 
 
 def head(svc: MemoryService, namespace: str = "default") -> str:
@@ -63,7 +64,7 @@ def exists(svc: MemoryService, path: str) -> bool:
 
 def put(svc: MemoryService, memory: Memory, namespace: str = "default") -> None:
     """Write a memory file directly (as an import or a hand edit would), e.g. one made long ago."""
-    ns = svc.ns(namespace)
+    ns = namespace_of(svc, namespace)
     ns.store.transact(lambda h: Change({memory.path: concepts.render(memory)}, "import", "import",
                                        (memory.id,), "import", "test"))
 
@@ -345,7 +346,7 @@ def test_reverting_twice_changes_nothing_the_second_time(svc: MemoryService) -> 
 
 
 def test_only_commits_of_main_can_be_reverted(svc: MemoryService) -> None:
-    ns = svc.ns("default")
+    ns = namespace_of(svc, "default")
     side = ns.store.write_commit(ns.store.head(), Change({"fact/x.md": b"x"}, "side", "remember"))
     ns.store.move_ref("refs/heads/side", side, None, "side branch")
     before = head(svc)

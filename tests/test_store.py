@@ -11,7 +11,7 @@ import pygit2
 import pytest
 
 from gitmem.errors import CommitNotFound, InvalidInput, RefRaceLost, RevertConflict
-from gitmem.store import MAIN, Change, Store, parse_trailers
+from gitmem.repo import MAIN, Change, Store, parse_trailers
 from tests.conftest import git
 
 

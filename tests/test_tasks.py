@@ -17,10 +17,12 @@ from typing import Any
 
 import pytest
 
-from gitmem import concepts, consolidate, tasks
+from gitmem import broker, concepts
+from gitmem.broker import CeleryQueue
+from gitmem.repo import MAIN, RunState
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
-from gitmem.store import MAIN
+from tests.conftest import namespace_of
 from tests.fakes.openai_server import HOLD, Request, answer, running
 
 from .test_consolidate import plant
@@ -86,7 +88,7 @@ def kill(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
 
 
 def result_of(settings: Settings, task_id: str) -> Any:
-    return tasks.app_for(settings).AsyncResult(task_id).get(timeout=RESULT_WAIT)
+    return broker.app_for(settings).AsyncResult(task_id).get(timeout=RESULT_WAIT)
 
 
 def wait_for(condition: Callable[[], bool], what: str, log: Path) -> None:
@@ -113,15 +115,15 @@ def service(broker_settings: Settings) -> Iterator[MemoryService]:
 def test_a_worker_consolidates_and_opens_a_review(service: MemoryService, broker_settings: Settings,
                                                   tmp_path: Path) -> None:
     near_duplicates(service)
-    main = service.ns("default").store.head_id(MAIN)
-    task_id = tasks.enqueue_consolidation(broker_settings, "default")
+    main = namespace_of(service, "default").store.head_id(MAIN)
+    task_id = CeleryQueue(broker_settings).enqueue_consolidation("default")
     with worker(broker_settings, tmp_path / "worker.log"):
         result = result_of(broker_settings, task_id)
     assert result["summary"] == "consolidated 2 memories into 1, review #1"
     assert result["llm"] == "offline"
     review = service.reviews.get("default", 1)
     assert review.status == "open" and review.kind == "consolidation"
-    assert service.ns("default").store.head_id(MAIN) == main  # main waits for the approval
+    assert namespace_of(service, "default").store.head_id(MAIN) == main  # main waits for the approval
 
 
 def test_a_worker_uses_the_configured_llm(service: MemoryService, broker_settings: Settings,
@@ -132,7 +134,7 @@ def test_a_worker_uses_the_configured_llm(service: MemoryService, broker_setting
         return answer(merged="Name variables and methods descriptively (IsUserSignedIn).", reason="dup")
 
     with running(respond) as fake:
-        task_id = tasks.enqueue_consolidation(broker_settings, "default")
+        task_id = CeleryQueue(broker_settings).enqueue_consolidation("default")
         with worker(broker_settings, tmp_path / "worker.log", GITMEM_LLM_BASE_URL=fake.url):
             result = result_of(broker_settings, task_id)
     assert result["llm"] == "openai-compatible"
@@ -143,7 +145,7 @@ def test_a_worker_uses_the_configured_llm(service: MemoryService, broker_setting
 def test_a_worker_killed_mid_run_leaves_main_untouched_and_the_next_run_is_clean(
         service: MemoryService, broker_settings: Settings, tmp_path: Path, fsck: Callable[[str], None]) -> None:
     near_duplicates(service)
-    store = service.ns("default").store
+    store = namespace_of(service, "default").store
     main = store.head_id(MAIN)
     refs_before = set(store.repo.references)
     hold = True
@@ -156,7 +158,7 @@ def test_a_worker_killed_mid_run_leaves_main_untouched_and_the_next_run_is_clean
     log = tmp_path / "worker.log"
     with running(respond) as fake:
         env = {"GITMEM_LLM_BASE_URL": fake.url, "GITMEM_LLM_TIMEOUT": "60"}
-        tasks.enqueue_consolidation(broker_settings, "default")
+        CeleryQueue(broker_settings).enqueue_consolidation("default")
         with worker(broker_settings, log, **env) as proc:
             assert fake.received.wait(RESULT_WAIT), log.read_text(errors="replace")
             kill(proc, signal.SIGKILL)  # the run is waiting on the model: kill the whole worker
@@ -164,7 +166,7 @@ def test_a_worker_killed_mid_run_leaves_main_untouched_and_the_next_run_is_clean
         assert set(store.repo.references) - {"refs/gitmem/reviews"} == refs_before
         assert service.reviews.list("default") == []
         hold = False
-        task_id = tasks.enqueue_consolidation(broker_settings, "default")
+        task_id = CeleryQueue(broker_settings).enqueue_consolidation("default")
         with worker(broker_settings, log, **env):
             result = result_of(broker_settings, task_id)
     assert result["summary"] == "consolidated 2 memories into 1, review #1"
@@ -173,13 +175,13 @@ def test_a_worker_killed_mid_run_leaves_main_untouched_and_the_next_run_is_clean
     fsck("default")
 
 
-def test_the_trigger_enqueues_once_after_writes(service: MemoryService, broker_settings: Settings,
-                                                tmp_path: Path) -> None:
-    tasks.install_trigger(service)
+def test_the_trigger_enqueues_once_after_writes(broker_settings: Settings, tmp_path: Path) -> None:
+    service = MemoryService(broker_settings, trigger=True)
+    service.init("default")
     near_duplicates(service)
     for i in range(16):
         service.remember("default", f"Statement number {i} about topic {i * 7919}.")
-    state = consolidate.read_state(service, "default")
+    state = service.run_state("default")
     assert state["last_task"]
     if broker_settings.broker_url is None:
         queued = list((broker_settings.state_dir / "broker" / "queue").glob("*.msg"))
@@ -187,19 +189,20 @@ def test_the_trigger_enqueues_once_after_writes(service: MemoryService, broker_s
     with worker(broker_settings, tmp_path / "worker.log"):
         result = result_of(broker_settings, state["last_task"])
     assert result["review"] == 1
-    assert consolidate.read_state(service, "default")["last_run"]
+    assert service.run_state("default")["last_run"]
+    service.close()
 
 
 def test_trigger_rules(settings: Settings, svc: MemoryService) -> None:
     at = concepts.now()
-    assert not tasks.should_trigger(svc, "default", at)  # new and small
-    assert tasks.should_trigger(svc, "default", at + timedelta(hours=25))  # a day since creation
+    assert not svc.should_trigger("default", at)  # new and small
+    assert svc.should_trigger("default", at + timedelta(hours=25))  # a day since creation
     for i in range(16):
         plant(svc, f"Fact {i}: service {i} listens on port {8000 + i}.")
-    assert tasks.should_trigger(svc, "default", at)  # more than 15 active
-    consolidate.write_state(svc, "default", last_enqueued=concepts.iso(at))
-    assert not tasks.should_trigger(svc, "default", at + timedelta(minutes=5))  # throttled
-    assert tasks.should_trigger(svc, "default", at + timedelta(hours=2))
+    assert svc.should_trigger("default", at)  # more than 15 active
+    RunState(settings.state_dir, "default").write(last_enqueued=concepts.iso(at))
+    assert not svc.should_trigger("default", at + timedelta(minutes=5))  # throttled
+    assert svc.should_trigger("default", at + timedelta(hours=2))
 
 
 def test_beat_runs_every_namespace_on_its_schedule(tmp_path: Path) -> None:
@@ -217,7 +220,7 @@ def test_beat_runs_every_namespace_on_its_schedule(tmp_path: Path) -> None:
 
 
 def test_the_default_schedule_is_daily(settings: Settings) -> None:
-    conf = tasks.celery_config(settings)
+    conf = broker.celery_config(settings)
     assert conf["beat_schedule"]["consolidate-every-namespace"]["schedule"] == timedelta(hours=24)
     assert conf["broker_url"] == "filesystem://"
     assert (settings.state_dir / "broker" / "queue").is_dir()
@@ -227,6 +230,6 @@ def test_enqueueing_an_unknown_namespace_is_a_clear_error(settings: Settings) ->
     from gitmem.errors import InvalidInput, NamespaceNotFound
 
     with pytest.raises(NamespaceNotFound, match="gitmem init"):
-        tasks.enqueue_consolidation(settings, "nope")
+        MemoryService(settings).dispatch("nope", background=True)
     with pytest.raises(InvalidInput):
-        tasks.enqueue_consolidation(settings, "../etc")
+        MemoryService(settings).dispatch("../etc", background=True)

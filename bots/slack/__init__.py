@@ -7,6 +7,6 @@ with :func:`create_flask_app`, or over Socket Mode with ``gitmem slack``.
 
 from __future__ import annotations
 
-from .app import create_bolt_app, create_flask_app, init_app, socket_mode_handler, web_client
+from .app import create_bolt_app, create_flask_app, init_app, mount, socket_mode_handler, web_client
 
-__all__ = ["create_bolt_app", "create_flask_app", "init_app", "socket_mode_handler", "web_client"]
+__all__ = ["create_bolt_app", "create_flask_app", "init_app", "mount", "socket_mode_handler", "web_client"]

@@ -14,7 +14,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from gitmem.errors import InvalidInput
-from gitmem.service import MemoryService
+from gitmem.service import MemoryService, build_service
 from gitmem.settings import Settings
 
 if TYPE_CHECKING:
@@ -76,13 +76,20 @@ def init_app(app: flask.Flask, *, listener_executor: Executor | None = None) -> 
     app.add_url_rule(EVENTS_PATH, endpoint="slack_events", view_func=slack_events, methods=["POST"])
 
 
+def mount(app: flask.Flask) -> None:
+    """The ``gitmem.web`` entry point: serve ``/slack/events`` when the token and signing secret are set."""
+    settings: Settings = app.extensions["gitmem"].settings
+    if settings.slack_signing_secret and settings.slack_bot_token:
+        init_app(app)
+
+
 def create_flask_app(service: MemoryService | None = None, *,
                      listener_executor: Executor | None = None) -> flask.Flask:
     """A Flask app serving only ``/slack/events``: the bot on its own, without the web app."""
     import flask
 
     app = flask.Flask("gitmem.slack")
-    app.extensions["gitmem"] = service or MemoryService(Settings.from_env())
+    app.extensions["gitmem"] = service or build_service(Settings.from_env())
     init_app(app, listener_executor=listener_executor)
     return app
 

@@ -103,9 +103,7 @@ def run(bot: Bot, cmd: Command, command: dict[str, Any], respond: Respond, clien
     elif cmd.name == "status":
         respond(response_type="ephemeral", text=f"Status of {escape(ns)}", blocks=status_blocks(service.status(ns)))
     elif cmd.name == "consolidate":
-        from gitmem import consolidate
-
-        dry = consolidate.run(service, ns, dry_run=True)
+        dry = service.consolidate(ns, dry_run=True)
         respond(response_type="ephemeral", text=f"Consolidation plan for {escape(ns)}",
                 blocks=plan_blocks(ns, dry.summary, dry.plan.to_dict()))
     elif cmd.name == "review":

@@ -1,6 +1,6 @@
 """The ``gitmem.notifiers`` entry point: post reviews to Slack and show how they ended.
 
-``on_event(service, event)`` is called by :mod:`gitmem.notify` in whichever process opened or
+``on_event(settings, event)`` is called by :mod:`gitmem.notify` in whichever process opened or
 decided the review (web app, Celery worker, CLI). It does nothing unless a bot token and a review
 channel are configured, and a Slack failure is logged, never raised into the caller.
 """
@@ -14,6 +14,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 
 from gitmem.service import MemoryService
+from gitmem.settings import Settings
 
 from .app import web_client
 from .blocks import review_blocks, review_outcome
@@ -24,9 +25,8 @@ from .text import clip, escape
 log = logging.getLogger(__name__)
 
 
-def on_event(service: MemoryService, event: Mapping[str, Any]) -> None:
+def on_event(settings: Settings, event: Mapping[str, Any]) -> None:
     """Post ``review.opened`` to the review channel; redraw the message on ``review.closed``."""
-    settings = service.settings
     if not settings.slack_bot_token or not settings.slack_review_channel:
         return
     kind = event.get("event")
@@ -44,6 +44,6 @@ def on_event(service: MemoryService, event: Mapping[str, Any]) -> None:
             sent = client.chat_postMessage(channel=settings.slack_review_channel, blocks=blocks, text=text)
             PostedReviews(settings.state_dir).save(namespace, number, str(sent["channel"]), str(sent["ts"]), blocks)
         elif kind == "review.closed":
-            redraw_posted(Bot(service), client, namespace, number, review_outcome(review))
+            redraw_posted(Bot(MemoryService(settings)), client, namespace, number, review_outcome(review))
     except SlackApiError as exc:
         log.warning("Slack notification of %s for review #%s failed: %s", kind, number, exc.response.get("error"))

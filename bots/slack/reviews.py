@@ -86,9 +86,7 @@ def redraw_posted(bot: Bot, client: WebClient, namespace: str, number: int, outc
 
 def notifier_installed() -> bool:
     """Whether ``bots.slack.notify:on_event`` is installed as a ``gitmem.notifiers`` entry point."""
-    from gitmem.notify import ENTRY_POINT_GROUP
-
-    return any(point.value == "bots.slack.notify:on_event" for point in entry_points(group=ENTRY_POINT_GROUP))
+    return any(point.value == "bots.slack.notify:on_event" for point in entry_points(group="gitmem.notifiers"))
 
 
 def show_decision(bot: Bot, client: WebClient, body: Mapping[str, Any], target: Target, namespace: str,
@@ -189,20 +187,17 @@ def register(app: App, bot: Bot) -> None:
         namespace = json.loads(body["actions"][0]["value"])["n"]
         settings = bot.settings
         where = f" in <#{settings.slack_review_channel}>" if settings.slack_review_channel else ""
-        if settings.broker_url:
-            from gitmem.tasks import enqueue_consolidation
-
-            task = enqueue_consolidation(settings, namespace)
-            respond(replace_original=True, text=f":hourglass_flowing_sand: Consolidation of `{escape(namespace)}` "
-                    f"is queued (task `{escape(str(task))}`); its review will be posted{where} when it is ready.")
-            return
         respond(replace_original=True, text=f":hourglass_flowing_sand: Consolidating `{escape(namespace)}`…")
-        from gitmem import consolidate
-
         try:
-            result = consolidate.run(bot.service, namespace)
+            sent = bot.service.dispatch(namespace)
         except GitmemError as exc:
             respond(replace_original=True, text=error_text(str(exc)))
+            return
+        result = sent.result
+        if result is None:
+            respond(replace_original=True, text=f":hourglass_flowing_sand: Consolidation of `{escape(namespace)}` "
+                    f"is queued (task `{escape(str(sent.task))}`); its review will be posted{where} when it is "
+                    "ready.")
             return
         blocks: list[Block] = [text_section(f":broom: `{escape(namespace)}`: {escape(clip(result.summary, 2000))}")]
         if result.review is not None:

@@ -1,16 +1,27 @@
 """The ``gitmem`` command: a thin click wrapper over :class:`gitmem.service.MemoryService`.
 
-Each front end adds its commands in a module of its own; they are registered here.
+Each front end adds its commands in a module of its own; they are registered here. Front ends
+installed beside gitmem (the Slack bot's ``gitmem slack``) add theirs through the
+``gitmem.commands`` entry points.
 """
 
 from __future__ import annotations
+
+import logging
+from importlib.metadata import entry_points
 
 from . import (
     consolidate,  # noqa: F401  (consolidate, review, worker)
     memory,  # noqa: F401  (registers the core commands)
     server,  # noqa: F401  (serve, key)
-    slack,  # noqa: F401  (slack)
 )
 from .base import main
 
 __all__ = ["main"]
+COMMANDS_GROUP = "gitmem.commands"
+
+for _point in entry_points(group=COMMANDS_GROUP):
+    try:
+        main.add_command(_point.load(), _point.name)
+    except ImportError as _exc:  # a front end whose dependencies are missing adds nothing
+        logging.getLogger(__name__).warning("command %s is unavailable: %s", _point.name, _exc)

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import GitmemError, InvalidInput
-from ..service import MemoryService
+from ..service import MemoryService, build_service
 from ..settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,7 +47,7 @@ def settings() -> Settings:
 @functools.cache
 def service() -> MemoryService:
     """The one service object every command calls."""
-    return MemoryService(settings())
+    return build_service(settings())
 
 
 def namespace_option(func: F) -> F:

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..service import REVIEW_STATUSES
 from .base import emit, json_option, main, namespace_option, ns_name, service, settings
 
 if TYPE_CHECKING:  # imported in the commands: consolidation pulls in the LLM client, slow to load
-    from ..consolidate import RunResult
-    from ..reviews import Review
+    from ..service import Review, RunResult
 
 
 def _actor_option(func: Any) -> Any:
@@ -30,28 +30,20 @@ def _review_line(review: Review) -> str:
 
 @main.command(name="consolidate")
 @click.option("--dry-run", is_flag=True, help="Print the plan and write nothing.")
-@click.option("--queue", is_flag=True, help="Hand the run to the workers (`gitmem worker`) instead.")
+@click.option("--queue", is_flag=True, help="Hand the run to the workers (`gitmem worker`) even with no broker set.")
 @namespace_option
 @json_option
 def consolidate_command(dry_run: bool, queue: bool, namespace: str | None, as_json: bool) -> None:
     """Merge related memories and tidy their lifecycle on a branch, then open a review.
 
+    Runs here with a progress bar, or on the workers when GITMEM_BROKER_URL is set (or --queue).
     Nothing reaches main until the review is approved with `gitmem review approve`.
     """
     name = ns_name(namespace)
-    if queue:
-        from ..tasks import enqueue_consolidation
-
-        task_id = enqueue_consolidation(settings(), name, dry_run=dry_run)
-        emit({"namespace": name, "task": task_id}, as_json,
-             lambda: click.echo(f"consolidation of {name} queued as task {task_id}"))
-        return
-    from .. import consolidate as consolidation
-
     svc = service()
     if dry_run:
-        result = consolidation.run(svc, name, dry_run=True)
-        emit(result.to_dict(), as_json, lambda: _print_plan(result))
+        planned = svc.consolidate(name, dry_run=True)
+        emit(planned.to_dict(), as_json, lambda: _print_plan(planned))
         return
 
     def progress(done: int, total: int, label: str) -> None:
@@ -64,7 +56,12 @@ def consolidate_command(dry_run: bool, queue: bool, namespace: str | None, as_js
         if done >= total:
             click.echo("", err=True)
 
-    result = consolidation.run(svc, name, progress=progress)
+    sent = svc.dispatch(name, background=queue, progress=progress)
+    if sent.result is None:
+        emit({"namespace": name, "task": sent.task}, as_json,
+             lambda: click.echo(f"consolidation of {name} queued as task {sent.task}"))
+        return
+    result = sent.result
     emit(result.to_dict(), as_json, lambda: _print_run(result))
 
 
@@ -95,7 +92,7 @@ def review() -> None:
 
 
 @review.command(name="list")
-@click.option("--status", type=click.Choice(["open", "merged", "rejected", "stale"]), help="Only these.")
+@click.option("--status", type=click.Choice(REVIEW_STATUSES), help="Only these.")
 @namespace_option
 @json_option
 def review_list(status: str | None, namespace: str | None, as_json: bool) -> None:
@@ -189,9 +186,10 @@ def review_comment(number: int, text: str, actor: str | None, namespace: str | N
 @click.option("--hostname", default=None, help="Worker node name (default: celery@<host>).")
 def worker(beat: bool, concurrency: int, loglevel: str, hostname: str | None) -> None:
     """Run a Celery worker for consolidation (embedded broker unless GITMEM_BROKER_URL is set)."""
-    from ..tasks import create_celery, worker_argv
+    from ..broker import worker_argv
+    from ..tasks import create_worker
 
     config = settings()
-    app = create_celery(config)
+    app = create_worker(config)
     app.worker_main(worker_argv(config, beat=beat, concurrency=concurrency, loglevel=loglevel,
                                 hostname=hostname))

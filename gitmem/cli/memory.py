@@ -9,9 +9,8 @@ import click
 from .. import concepts
 from ..concepts import Memory
 from ..errors import NamespaceNotFound
-from ..service import WriteResult
-from ..store import CommitInfo
-from .base import emit, json_option, main, namespace_option, ns_name, read_text_arg, service, settings
+from ..service import CommitInfo, WriteResult
+from .base import emit, json_option, main, namespace_option, ns_name, read_text_arg, service
 
 # Types and sources are checked by the service, so a bad one gets the same one-line error as
 # every other bad input.
@@ -40,8 +39,7 @@ def _commit_line(info: CommitInfo) -> str:
 def init(namespace: str | None, as_json: bool) -> None:
     """Create a namespace's memory repository (does nothing if it exists)."""
     name = ns_name(namespace)
-    handle = service().init(name)
-    path = str(handle.store.path)
+    path = service().init(name)
     emit({"namespace": name, "repository": path}, as_json,
          lambda: click.echo(f"namespace {name}: {path}"))
 
@@ -69,12 +67,6 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     """
     name = ns_name(namespace)
     body = read_text_arg(text)
-    if settings().broker_url:
-        # With workers on a shared broker, memories remembered here trigger consolidation too.
-        from ..tasks import install_trigger
-
-        install_trigger(service())
-
     def write() -> WriteResult:
         return service().remember(name, body, type=memory_type, title=title, tags=tags, paths=paths,
                                   source=source, author=author, state="pending" if pending else "active")

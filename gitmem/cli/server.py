@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..keys import ALL_NAMESPACES, ROLES, KeyStore
+from ..service import ALL_NAMESPACES, ROLES, KeyStore
 from .base import emit, json_option, main, ns_name, settings
 
 WORKER_STOP_SECONDS = 15

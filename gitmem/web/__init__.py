@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+from importlib.metadata import entry_points
 from typing import Any
 
 import jinja2
@@ -17,13 +18,14 @@ from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from ..errors import GitmemError
-from ..keys import KeyStore
-from ..service import MemoryService
+from ..service import MemoryService, ReplayGuard, build_service
 from ..settings import Settings
 from ..templating import templates_dir
-from .auth import ReplayGuard
+from .auth import SIGNATURE_WINDOW
 
 log = logging.getLogger(__name__)
+#: Entry points that add to the web app, called as ``fn(app)`` (the Slack bot mounts /slack/events).
+EXTENSIONS_GROUP = "gitmem.web"
 
 __all__ = ["create_app", "secret_key"]
 
@@ -55,7 +57,7 @@ def secret_key(settings: Settings) -> str:
 def create_app(settings: Settings | None = None, service: MemoryService | None = None) -> Flask:
     """Build the Flask app; ``settings`` default to :meth:`Settings.from_env`."""
     if service is None:
-        service = MemoryService(settings or Settings.from_env())
+        service = build_service(settings or Settings.from_env())
     settings = service.settings
     app = Flask(__name__, static_folder=None, template_folder=None)
     app.jinja_loader = jinja2.FileSystemLoader(str(templates_dir() / "web"))
@@ -67,8 +69,9 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
         SESSION_COOKIE_NAME="gitmem_session",
     )
     app.extensions["gitmem"] = service
-    app.extensions["gitmem.keys"] = KeyStore(settings.home)
-    app.extensions["gitmem.replays"] = ReplayGuard(settings.state_dir / "webhook-signatures.sqlite")
+    app.extensions["gitmem.keys"] = service.keys
+    app.extensions["gitmem.replays"] = ReplayGuard(settings.state_dir / "webhook-signatures.sqlite",
+                                                   SIGNATURE_WINDOW)
 
     from . import api, git, health, pages, webhook
 
@@ -79,30 +82,19 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     app.register_blueprint(health.bp)
     app.register_error_handler(GitmemError, _gitmem_error)
     app.register_error_handler(HTTPException, _http_error)
-    _install_trigger(service)
-    _mount_slack(app, settings)
+    _mount_extensions(app)
     return app
 
 
-def _install_trigger(service: MemoryService) -> None:
-    """Writes through the web app enqueue consolidation when the trigger rule says so."""
-    try:
-        from ..tasks import install_trigger
-    except ImportError as exc:
-        log.warning("consolidation is not available (%s); writes will not trigger it", exc)
-        return
-    install_trigger(service)
-
-
-def _mount_slack(app: Flask, settings: Settings) -> None:
-    if not (settings.slack_signing_secret and settings.slack_bot_token):
-        return
-    try:
-        from bots.slack import init_app
-    except ImportError as exc:
-        log.warning("Slack is configured but bots.slack cannot be imported (%s); /slack/events is off", exc)
-        return
-    init_app(app)
+def _mount_extensions(app: Flask) -> None:
+    """Let installed front ends (the ``gitmem.web`` entry points) add their routes."""
+    for point in entry_points(group=EXTENSIONS_GROUP):
+        try:
+            mount = point.load()
+        except ImportError as exc:
+            log.warning("web extension %s cannot be imported (%s); it is off", point.value, exc)
+            continue
+        mount(app)
 
 
 def wants_json() -> bool:

@@ -8,13 +8,13 @@ from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from kombu.exceptions import OperationalError
 
 from ..errors import InvalidInput, PermissionDenied, Unavailable
-from ..service import MemoryService, check_namespace
+from ..service import REVIEW_STATUSES, MemoryService, check_namespace
 from . import inputs
 from .auth import caller, require
 from .openapi import document
 
 if TYPE_CHECKING:
-    from ..reviews import Reviews
+    from ..service import Reviews
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 MAX_PAGE = 200
@@ -27,10 +27,7 @@ def service() -> MemoryService:
 
 
 def reviews() -> Reviews:
-    try:
-        return service().reviews
-    except ImportError as exc:  # the reviews module ships with consolidation
-        raise Unavailable(f"reviews are not available in this installation ({exc})") from None
+    return service().reviews
 
 
 def created(data: Any, location: str) -> tuple[Response, int]:
@@ -236,35 +233,29 @@ def consolidate(ns: str) -> tuple[Response, int]:
     inputs.known(data, "dry_run")
     dry_run = bool(inputs.boolean(data, "dry_run"))
     require(ns, "reader" if dry_run else "writer")
-    service().ns(ns)
-    try:
-        from .. import consolidate as consolidation
-        from .. import tasks
-    except ImportError as exc:
-        raise Unavailable(f"consolidation is not available in this installation ({exc})") from None
     if dry_run:
-        return jsonify({"dry_run": True, "plan": consolidation.plan(service(), ns).to_dict()}), 200
+        return jsonify({"dry_run": True, "plan": service().plan(ns).to_dict()}), 200
     try:
-        task_id = tasks.enqueue_consolidation(service().settings, ns)
+        # A request never waits for a run: it goes to the workers.
+        sent = service().dispatch(ns, background=True)
     except (OSError, OperationalError) as exc:
         raise Unavailable(f"the task broker did not answer ({exc}); try again later") from None
-    return jsonify({"dry_run": False, "task_id": task_id, "status": "queued"}), 202
+    return jsonify({"dry_run": False, "task_id": sent.task, "status": "queued"}), 202
 
 
 # --- reviews --------------------------------------------------------------------------------------
 
-REVIEW_STATES = ("open", "merged", "rejected", "stale")
 
 
 @bp.get("/namespaces/<ns>/reviews")
 def list_reviews(ns: str) -> Response:
     require(ns, "reader")
     state = request.args.get("status") or None
-    if state is not None and state not in REVIEW_STATES:
-        raise InvalidInput(f"unknown review status {state!r}; use one of: {', '.join(REVIEW_STATES)}")
+    if state is not None and state not in REVIEW_STATUSES:
+        raise InvalidInput(f"unknown review status {state!r}; use one of: {', '.join(REVIEW_STATUSES)}")
     offset = inputs.query_int("offset", 0, 0, 10**9)
     limit = inputs.query_int("limit", 50, 1, MAX_PAGE)
-    service().ns(ns)
+    service().require(ns)
     found = reviews().list(ns, status=state)
     items = [r.to_dict() for r in found[offset:offset + limit]]
     return jsonify(inputs.page(items, offset, limit, len(found) > offset + limit))
@@ -280,7 +271,7 @@ def review_number(number: str) -> int:
 def show_review(ns: str, number: str) -> Response:
     require(ns, "reader")
     n = review_number(number)
-    service().ns(ns)
+    service().require(ns)
     review = reviews().get(ns, n)
     commits = reviews().diff(ns, n)
     return jsonify(review.to_dict() | {"commits": [c.to_dict() for c in commits]})
@@ -292,7 +283,7 @@ def approve(ns: str, number: str) -> Response:
     data = inputs.body()
     inputs.known(data, "commits")
     n = review_number(number)
-    service().ns(ns)
+    service().require(ns)
     review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"))
     return jsonify(review.to_dict())
 
@@ -303,7 +294,7 @@ def reject(ns: str, number: str) -> Response:
     data = inputs.body()
     inputs.known(data, "reason")
     n = review_number(number)
-    service().ns(ns)
+    service().require(ns)
     review = reviews().reject(ns, n, actor=who.name, reason=inputs.string(data, "reason") or "")
     return jsonify(review.to_dict())
 
@@ -314,6 +305,6 @@ def comment(ns: str, number: str) -> Response:
     data = inputs.body()
     inputs.known(data, "text")
     n = review_number(number)
-    service().ns(ns)
+    service().require(ns)
     text = inputs.string(data, "text", required=True) or ""
     return jsonify(reviews().comment(ns, n, actor=who.name, text=text).to_dict())

@@ -16,16 +16,13 @@ import base64
 import binascii
 import hashlib
 import hmac
-import sqlite3
-import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from flask import current_app, g, request, session
 
 from ..errors import GitmemError, PermissionDenied
-from ..keys import ApiKey, KeyStore, role_rank
+from ..service import ApiKey, KeyStore, ReplayGuard, role_rank
 
 SIGNATURE_WINDOW = 300
 HMAC_ROLE = "writer"
@@ -151,38 +148,3 @@ def verify_signature() -> None:
     assert isinstance(replays, ReplayGuard)
     if not replays.first_use(given, timestamp):
         raise Unauthenticated("this signed request was already received (replay refused)")
-
-
-class ReplayGuard:
-    """Signatures seen within the window, shared by every process through SQLite."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
-
-    def _conn(self) -> sqlite3.Connection:
-        if self._db is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(str(self.path), timeout=30, isolation_level=None,
-                                 check_same_thread=False)
-            db.execute("CREATE TABLE IF NOT EXISTS seen(signature TEXT PRIMARY KEY, at INTEGER)")
-            self._db = db
-        return self._db
-
-    def first_use(self, signature: str, timestamp: int) -> bool:
-        """Record a signature; False when it was recorded before."""
-        with self._lock:
-            db = self._conn()
-            db.execute("DELETE FROM seen WHERE at < ?", (int(time.time()) - 2 * SIGNATURE_WINDOW,))
-            try:
-                db.execute("INSERT INTO seen VALUES (?, ?)", (signature, timestamp))
-            except sqlite3.IntegrityError:
-                return False
-            return True
-
-    def close(self) -> None:
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None

@@ -36,7 +36,7 @@ def backend(repo: str, rest: str) -> Response:
         require(ns, "reader")
         raise PermissionDenied("pushing is not allowed here; change memories through gitmem instead")
     who = require(ns, "reader")
-    service().ns(ns)  # 404 for a namespace that does not exist
+    service().require(ns)  # 404 for a namespace that does not exist
     git = shutil.which("git")
     if git is None:
         raise Unavailable("the git program is not installed on the server")

@@ -26,7 +26,7 @@ def healthz() -> tuple[Response, int]:
     svc = service()
     report = {"repository": repository(svc), "broker": {"ok": False}, "worker": {"ok": False}}
     try:
-        from ..tasks import app_for
+        from ..broker import app_for
     except ImportError as exc:
         report["broker"]["error"] = f"tasks are not available: {exc}"
     else:
@@ -43,7 +43,7 @@ def repository(svc: MemoryService) -> dict[str, Any]:
     try:
         names = svc.namespaces()
         for name in names:
-            svc.ns(name).store.head()
+            svc.head(name)
     except Exception as exc:  # any failure to read is exactly what this check reports
         return {"ok": False, "error": str(exc)}
     return {"ok": True, "path": str(svc.settings.repos_dir), "namespaces": len(names)}

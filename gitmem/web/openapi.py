@@ -6,8 +6,7 @@ import functools
 from typing import Any
 
 from ..concepts import SOURCES, STATES, TYPES
-from ..keys import ROLES
-from ..service import FEEDBACK_ACTIONS
+from ..service import FEEDBACK_ACTIONS, REVIEW_STATUSES, ROLES
 
 NS = {"name": "ns", "in": "path", "required": True, "description": "Namespace name",
       "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,63}$"}}
@@ -194,7 +193,7 @@ def document() -> dict[str, Any]:
         "/namespaces/{ns}/reviews": {
             "get": _op("Reviews", "reader", _json(_page("Review"), "A page of reviews"),
                        params=[NS, _query("status", {"type": "string",
-                                                     "enum": ["open", "merged", "rejected", "stale"]}),
+                                                     "enum": list(REVIEW_STATUSES)}),
                                *_paging(50)])},
         review_path: {"get": _op("A review with its commits and diffs", "reader",
                                  _json(_ref("Review"), "The review"), params=[NS, NUMBER])},

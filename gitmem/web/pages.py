@@ -32,8 +32,9 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from ..concepts import STATES, TYPES, iso
 from ..errors import GitmemError, PermissionDenied
+from ..service import REVIEW_STATUSES
 from ..templating import templates_dir
-from .api import REVIEW_STATES, review_number, reviews, service
+from .api import review_number, reviews, service
 from .auth import Caller, Unauthenticated, keystore, require
 
 bp = Blueprint("pages", __name__, static_folder=None)
@@ -231,18 +232,18 @@ def revert(ns: str, commit: str) -> BaseResponse:
 def review_list(ns: str) -> str:
     signed_in(ns)
     state = request.args.get("status") or None
-    if state not in (None, *REVIEW_STATES):
+    if state not in (None, *REVIEW_STATUSES):
         state = None
-    service().ns(ns)
+    service().require(ns)
     return render_template("reviews.html", ns=ns, reviews=reviews().list(ns, status=state),
-                           status=state, states=REVIEW_STATES)
+                           status=state, states=REVIEW_STATUSES)
 
 
 @bp.get("/ns/<ns>/reviews/<number>")
 def review(ns: str, number: str) -> str:
     who = signed_in(ns)
     n = review_number(number)
-    service().ns(ns)
+    service().require(ns)
     return render_template("review.html", ns=ns, review=reviews().get(ns, n),
                            commits=reviews().diff(ns, n), can_review=who.allows(ns, "reviewer"),
                            can_write=who.allows(ns, "writer"), split=request.args.get("view") == "split")

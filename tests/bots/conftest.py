@@ -22,9 +22,9 @@ import pytest
 from slack_sdk.signature import SignatureVerifier
 
 from bots.slack import create_flask_app
+from gitmem.repo import CommitInfo
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
-from gitmem.store import CommitInfo
 from tests.fakes.slack_api import BOT_USER, TEAM, Call, FakeSlack
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"

@@ -199,16 +199,14 @@ def test_the_notifier_escapes_merges_and_does_nothing_unconfigured(
     event = {"event": "review.opened", "namespace": "default", "summary": "consolidated 2 memories into 1, review #7",
              "review": {"number": 7, "title": "Consolidated", "author": "gitmem", "status": "open"},
              "merges": [{"before": ["ping <!channel>", "a & b"], "after": "ping <@U123> & co"}]}
-    quiet = MemoryService(Settings(home=settings.home))
-    on_event(quiet, event)
+    on_event(Settings(home=settings.home), event)
     assert not fake_slack.calls
-    service = MemoryService(settings)
-    on_event(service, event)
+    on_event(settings, event)
     (posted,) = fake_slack.of("chat.postMessage")
     assert posted.args["channel"] == REVIEW_CHANNEL
     assert "&lt;!channel&gt;" in posted.text and "a &amp; b" in posted.text and "&lt;@U123&gt; &amp; co" in posted.text
     assert "<!channel>" not in posted.text and "<@U123>" not in posted.text
-    on_event(service, {"event": "review.closed", "namespace": "default",
+    on_event(settings, {"event": "review.closed", "namespace": "default",
                        "review": {"number": 7, "status": "rejected", "decided_by": "slack:UREVIEWER1",
                                   "comments": [{"actor": "slack:UREVIEWER1", "text": "no <b>"}]}})
     (update,) = fake_slack.of("chat.update")
@@ -219,8 +217,8 @@ def test_the_notifier_escapes_merges_and_does_nothing_unconfigured(
 def test_the_notifier_logs_slack_failures_instead_of_raising(
         fake_slack: FakeSlack, settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
     fake_slack.fail("chat.postMessage", "channel_not_found")
-    on_event(MemoryService(settings), {"event": "review.opened", "namespace": "default", "summary": "s",
-                                       "review": {"number": 1}, "merges": []})
+    on_event(settings, {"event": "review.opened", "namespace": "default", "summary": "s",
+                        "review": {"number": 1}, "merges": []})
     assert "channel_not_found" in caplog.text
     assert CHANNEL not in caplog.text
 

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from werkzeug.serving import make_server
 from werkzeug.test import TestResponse
 
-from gitmem.keys import KeyStore
+from gitmem.repo import KeyStore
 from gitmem.service import MemoryService
 from gitmem.web import create_app
 

@@ -217,7 +217,7 @@ def test_wrong_method_is_json_405(client: Client, keys: Keys) -> None:
 
 class KeyStoreFor:
     def __init__(self, svc: MemoryService) -> None:
-        from gitmem.keys import KeyStore
+        from gitmem.repo import KeyStore
 
         self.store = KeyStore(svc.settings.home)
 

@@ -73,7 +73,7 @@ def test_push_is_refused(live_server: str, keys: Keys, svc: MemoryService, tmp_p
 
 
 def test_unknown_namespace_is_404(live_server: str, svc: MemoryService, tmp_path: Path) -> None:
-    from gitmem.keys import KeyStore
+    from gitmem.repo import KeyStore
 
     key = KeyStore(svc.settings.home).create("*", "reader")[0]
     cloned = git(*with_key(key), "clone", f"{live_server}/git/nowhere.git", str(tmp_path / "clone"))

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from gitmem.cli import main
 from gitmem.errors import InvalidInput, NotFound
-from gitmem.keys import KeyStore
+from gitmem.repo import KeyStore
 from gitmem.settings import Settings
 
 from .conftest import Client

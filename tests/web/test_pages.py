@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
+from gitmem import concepts
+from gitmem.repo import Change
 from gitmem.service import MemoryService
 
 from .conftest import Client, Keys
@@ -176,7 +178,7 @@ def test_a_reader_sees_no_write_buttons_and_cannot_post(client: Client, keys: Ke
 
 
 def test_revoked_key_signs_the_session_out(client: Client, keys: Keys, svc: MemoryService) -> None:
-    from gitmem.keys import KeyStore
+    from gitmem.repo import KeyStore
 
     signed_in(client, keys.reader)
     store = KeyStore(svc.settings.home)
@@ -190,14 +192,12 @@ def test_approve_selected_commits_only(client: Client, keys: Keys, svc: MemorySe
                                       remember: Callable[..., str]) -> None:
     first, second = remember("Python 3.11 is the floor"), remember("Node 20 for the frontend")
     changes = []
-    with svc.ns("default").lock:
-        head = svc.ns("default").store.head()
-        for mid, text in ((first, "Python 3.12 is the floor"), (second, "Node 22 for the frontend")):
-            _, change = svc._amend_change("default", mid, text=text, title=None, type=None, tags=None,
-                                          paths=None, tenured=None, actor="sam", reason="bump")(head)
-            assert change is not None
-            changes.append(change)
-    review = svc.propose("default", changes, title="Bump runtimes", author="sam", kind="amend")
+    for mid, text in ((first, "Python 3.12 is the floor"), (second, "Node 22 for the frontend")):
+        old = svc.show("default", mid)
+        new = old.replace(text=text, title=concepts.title_from(text), description=concepts.description_from(text))
+        changes.append(Change({old.path: concepts.render(new)}, f"amend: {old.title}", "amend", (mid,), None, "sam",
+                              body="bump"))
+    review = svc.reviews.propose("default", changes, title="Bump runtimes", author="sam", kind="amend")
     commits = svc.reviews.diff("default", review.number)
     pick = next(c.id for c in commits if first in c.memory_ids)
     token = signed_in(client, keys.reviewer)

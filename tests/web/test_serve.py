@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from gitmem.keys import KeyStore
+from gitmem.repo import KeyStore
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 

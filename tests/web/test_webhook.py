@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Mapping
 import pytest
 from flask import Flask
 
-from gitmem.keys import KeyStore
+from gitmem.repo import KeyStore
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from gitmem.web import create_app

@@ -1,13 +1,17 @@
-"""``gitmem slack``: run the Slack bot on its own, over Socket Mode or plain HTTP."""
+"""``gitmem slack``: run the Slack bot on its own, over Socket Mode or plain HTTP.
+
+Registered with the ``gitmem`` command through the ``gitmem.commands`` entry point.
+"""
 
 from __future__ import annotations
 
 import click
 
-from .base import main, service
+from gitmem.service import build_service
+from gitmem.settings import Settings
 
 
-@main.command("slack")
+@click.command("slack")
 @click.option("--http", "http_port", type=click.IntRange(0, 65535), default=None, metavar="PORT",
               help="Serve POST /slack/events on this port instead of using Socket Mode.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on with --http.")
@@ -20,18 +24,16 @@ def slack_command(http_port: int | None, host: str) -> None:
     mounts the same endpoint in the web app when the token and signing secret are set.
     Channels map to namespaces with GITMEM_SLACK_CHANNEL_NAMESPACES="C123=team,C456=ops".
     """
-    from bots.slack import create_flask_app, socket_mode_handler
+    from .app import create_flask_app, socket_mode_handler
 
-    from ..tasks import install_trigger
-
-    # Memories remembered from Slack trigger consolidation like those remembered through the web.
-    install_trigger(service())
+    # Built like every front end's service: memories remembered here trigger consolidation too.
+    service = build_service(Settings.from_env())
     if http_port is None:
-        handler = socket_mode_handler(service())
+        handler = socket_mode_handler(service)
         click.echo("gitmem slack: connecting to Slack over Socket Mode (Ctrl-C to stop)", err=True)
         # slack_bolt leaves start() unannotated.
         handler.start()  # type: ignore[no-untyped-call]
         return
-    app = create_flask_app(service())
+    app = create_flask_app(service)
     click.echo(f"gitmem slack: serving http://{host}:{http_port}/slack/events", err=True)
     app.run(host=host, port=http_port)

@@ -21,9 +21,9 @@ from typing import Any
 
 import pygit2
 
-from .concepts import TYPES, Memory, parse, parse_time
-from .errors import MalformedConcept
-from .similarity import normalise, tokens
+from ..concepts import TYPES, Memory, parse, parse_time
+from ..errors import MalformedConcept
+from ..similarity import normalise, tokens
 from .store import Store
 
 _SCHEMA = """

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pygit2
-from pygit2.enums import FileMode, ObjectType
+from pygit2.enums import FileMode, ObjectType, SortMode
 
-from .errors import CommitNotFound, InvalidInput, RefRaceLost, RevertConflict
+from ..errors import CommitNotFound, InvalidInput, MergeConflict, RefRaceLost, RevertConflict
 
+#: A commit object. Modules above the repository layer pass these around without importing pygit2.
+Commit = pygit2.Commit
 MAIN = "refs/heads/main"
 TRAILER_KEYS = ("Memory-Id", "Action", "Source", "Actor")
 _STALE_LOCK_SECONDS = 10.0
@@ -78,6 +80,18 @@ class CommitInfo:
     memory_ids: tuple[str, ...]
     parents: tuple[str, ...]
     trailers: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One file changed by a commit, with its text before and after (None where absent)."""
+
+    path: str
+    status: str  # added, modified, deleted
+    old_path: str | None
+    new_path: str | None
+    old_text: str | None
+    new_text: str | None
 
 
 def parse_trailers(message: str) -> dict[str, list[str]]:
@@ -223,6 +237,46 @@ class Store:
             ))
         return out
 
+    def between(self, base: str, head: str) -> list[pygit2.Commit]:
+        """Commits reachable from ``head`` but not from ``base``, oldest first."""
+        walker = self.repo.walk(pygit2.Oid(hex=head), SortMode.TOPOLOGICAL | SortMode.REVERSE)
+        walker.hide(pygit2.Oid(hex=base))
+        return list(walker)
+
+    def file_changes(self, commit: pygit2.Commit) -> list[FileChange]:
+        """What ``commit`` changed against its first parent, file by file, with the texts."""
+        if commit.parents:
+            diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+        else:
+            diff = commit.tree.diff_to_tree(swap=True)
+        out = []
+        for delta in diff.deltas:
+            status = {"A": "added", "D": "deleted"}.get(delta.status_char(), "modified")
+            old_path = None if status == "added" else delta.old_file.path
+            new_path = None if status == "deleted" else delta.new_file.path
+            out.append(FileChange(
+                path=new_path or old_path or "", status=status, old_path=old_path, new_path=new_path,
+                old_text=None if old_path is None else self._text(delta.old_file.id),
+                new_text=None if new_path is None else self._text(delta.new_file.id),
+            ))
+        return out
+
+    def _text(self, oid: pygit2.Oid) -> str | None:
+        blob = self.repo[oid]
+        return blob.data.decode("utf-8", errors="replace") if isinstance(blob, pygit2.Blob) else None
+
+    def is_ancestor(self, ancestor: pygit2.Commit, of: pygit2.Commit) -> bool:
+        """Whether ``ancestor`` is ``of`` or in its history."""
+        return ancestor.id == of.id or bool(self.repo.descendant_of(of.id, ancestor.id))
+
+    def has(self, path: str, commit: pygit2.Commit) -> bool:
+        """Whether ``path`` (a file or folder) exists at ``commit``."""
+        return path in commit.tree
+
+    def refs(self, prefix: str) -> list[str]:
+        """The names of the refs that start with ``prefix``."""
+        return [ref for ref in self.repo.references if ref.startswith(prefix)]
+
     # --- writing -------------------------------------------------------------------------------
 
     def write_tree(self, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:
@@ -270,7 +324,7 @@ class Store:
         parents = [parent.id] if parent is not None else []
         return self.repo.create_commit(None, author, committer, change.message(), tree, parents)
 
-    def move_ref(self, ref: str, new: pygit2.Oid, old: str | None, reason: str) -> None:
+    def move_ref(self, ref: str, new: pygit2.Oid | str, old: str | None, reason: str) -> None:
         """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``.
 
         Raises :class:`RefRaceLost` when the ref is not at ``old`` any more or is locked by a
@@ -283,7 +337,9 @@ class Store:
                 raise
             self._swap(ref, new, old, reason)
 
-    def _swap(self, ref: str, new: pygit2.Oid, old: str | None, reason: str) -> None:
+    def _swap(self, ref: str, new: pygit2.Oid | str, old: str | None, reason: str) -> None:
+        if isinstance(new, str):
+            new = pygit2.Oid(hex=new)
         try:
             if old is None:
                 self.repo.create_reference_direct(ref, new, False, message=reason)
@@ -311,6 +367,44 @@ class Store:
         except FileNotFoundError:
             pass
         return True
+
+    def write_branch(self, base: pygit2.Commit, changes: list[Change], ref: str, reason: str) -> str:
+        """Write ``changes`` as commits on top of ``base`` and create a new branch at the last one.
+
+        When ``ref`` exists already, ``ref-2``, ``ref-3``... is taken. Returns the ref's name.
+        """
+        tip = base
+        for change in changes:
+            tip = self.commit(str(self.write_commit(tip, change)))
+        name, suffix = ref, 1
+        while True:
+            try:
+                self.move_ref(name, tip.id, None, reason)
+                return name
+            except RefRaceLost:
+                if self.head_id(name) is None:
+                    raise
+                suffix += 1
+                name = f"{ref}-{suffix}"
+
+    def replay(self, commits: list[pygit2.Commit], onto: pygit2.Commit) -> pygit2.Commit:
+        """Apply each commit's own change on top of ``onto``, in order; the ref is not moved.
+
+        Every new commit keeps its message and author; gitmem commits it now. Raises
+        :class:`MergeConflict` naming the first commit that no longer applies.
+        """
+        tip = onto
+        for commit in commits:
+            index = self.repo.merge_trees(commit.parents[0].tree, tip.tree, commit.tree)
+            if index.conflicts is not None:
+                paths = sorted({(c[1] or c[2] or c[0]).path for c in index.conflicts if any(c)})
+                raise MergeConflict(str(commit.id), paths)
+            tree = index.write_tree(self.repo)
+            # The committer is gitmem, now: a Signature takes the time it is made at.
+            committer = pygit2.Signature("gitmem", "gitmem@localhost")
+            oid = self.repo.create_commit(None, commit.author, committer, commit.message, tree, [tip.id])
+            tip = self.commit(str(oid))
+        return tip
 
     def delete_ref(self, ref: str) -> None:
         """Remove a ref if it exists."""

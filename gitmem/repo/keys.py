@@ -29,9 +29,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .concepts import iso, now
-from .errors import InvalidInput, NotFound
-from .service import check_namespace
+from ..concepts import iso, now
+from ..errors import InvalidInput, NotFound
+from .namespace import check_namespace
 
 ROLES = ("reader", "writer", "reviewer", "admin")
 ALL_NAMESPACES = "*"

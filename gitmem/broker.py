@@ -1,0 +1,119 @@
+"""The task broker: Celery's configuration, and the queue front ends hand consolidation runs to.
+
+With ``GITMEM_BROKER_URL`` unset the broker is embedded: kombu's filesystem transport in
+``$GITMEM_HOME/state/broker`` and results in ``$GITMEM_HOME/state/results``, no server needed, so
+``gitmem worker`` works out of the box. With ``redis://`` or ``amqp://`` it uses that broker.
+Enqueuing sends a task by name and needs none of the task code (:mod:`gitmem.tasks`), so the
+service can hand work to the workers without importing them.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from celery import Celery
+
+from .settings import Settings
+
+CONSOLIDATE = "gitmem.consolidate"
+CONSOLIDATE_ALL = "gitmem.consolidate_all"
+
+
+def is_embedded(settings: Settings) -> bool:
+    """Whether the broker is the serverless one under ``state_dir``."""
+    return not settings.broker_url
+
+
+def celery_config(settings: Settings) -> dict[str, Any]:
+    """The Celery configuration for these settings (creates the embedded broker's folders)."""
+    conf: dict[str, Any] = {
+        "task_default_queue": settings.celery_queue,
+        "task_serializer": "json",
+        "result_serializer": "json",
+        "accept_content": ["json"],
+        "enable_utc": True,
+        "timezone": "UTC",
+        "worker_prefetch_multiplier": 1,
+        "broker_connection_retry_on_startup": True,
+        "result_expires": timedelta(days=7),
+        "beat_schedule_filename": str(settings.state_dir / "celerybeat-schedule"),
+        "beat_schedule": {
+            "consolidate-every-namespace": {
+                "task": CONSOLIDATE_ALL,
+                "schedule": timedelta(hours=settings.consolidate_schedule_hours),
+            },
+        },
+    }
+    if is_embedded(settings):
+        broker = settings.state_dir / "broker"
+        queue, control, results = broker / "queue", broker / "control", settings.state_dir / "results"
+        for folder in (queue, control, results):
+            folder.mkdir(parents=True, exist_ok=True)
+        conf["broker_url"] = "filesystem://"
+        conf["broker_transport_options"] = {
+            "data_folder_in": str(queue),
+            "data_folder_out": str(queue),
+            "control_folder": str(control),
+            "store_processed": False,
+            "polling_interval": 0.2,
+        }
+        conf["result_backend"] = settings.result_backend or f"file://{results}"
+    else:
+        url = str(settings.broker_url)
+        conf["broker_url"] = url
+        default_backend = url if url.startswith(("redis://", "rediss://")) else "rpc://"
+        conf["result_backend"] = settings.result_backend or default_backend
+        conf["broker_connection_timeout"] = 5
+    return conf
+
+
+def create_celery(settings: Settings) -> Celery:
+    """A Celery app for ``settings`` without tasks: enough to send tasks by name."""
+    app = Celery("gitmem", set_as_current=False)
+    app.conf.update(celery_config(settings))
+    app.gitmem_settings = settings
+    return app
+
+
+_apps: dict[tuple[Any, ...], Celery] = {}
+
+
+def app_for(settings: Settings) -> Celery:
+    """A cached app per broker configuration, for enqueuing from front ends."""
+    key = (str(settings.home), settings.broker_url, settings.result_backend, settings.celery_queue,
+           settings.consolidate_schedule_hours)
+    found = _apps.get(key)
+    if found is None:
+        found = _apps[key] = create_celery(settings)
+    return found
+
+
+class CeleryQueue:
+    """The task queue on the configured broker (see :class:`gitmem.consolidate.TaskQueue`)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
+        """Send a consolidation run of ``namespace`` to the workers; returns the task id."""
+        policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
+        result = app_for(self.settings).send_task(CONSOLIDATE, args=[namespace], kwargs={"dry_run": dry_run},
+                                                  retry=True, retry_policy=policy)
+        return str(result.id)
+
+
+def worker_argv(settings: Settings, *, beat: bool = False, concurrency: int = 1, loglevel: str = "INFO",
+                hostname: str | None = None, pool: str | None = None) -> list[str]:
+    """Arguments for ``app.worker_main``: the embedded broker needs no gossip, mingle or heartbeat."""
+    argv = ["worker", f"--concurrency={concurrency}", f"--loglevel={loglevel}",
+            f"--queues={settings.celery_queue}"]
+    if beat:
+        argv.append("--beat")
+    if hostname:
+        argv.append(f"--hostname={hostname}")
+    if pool:
+        argv.append(f"--pool={pool}")
+    if is_embedded(settings):
+        argv += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+    return argv

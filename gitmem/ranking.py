@@ -1,0 +1,56 @@
+"""How recall ranks memories: relevance x potency x recency, a path boost, pending memories halved.
+
+Pure functions, no I/O: the numbers are here so they can be read, tested and tuned in one place.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping
+from datetime import datetime
+
+from .concepts import Memory
+
+PATH_BOOST = 2.0
+PENDING_WEIGHT = 0.5
+RECENCY_DAYS = 30
+
+#: Uses recorded but not yet folded into the files: memory id -> (count, last use).
+Uses = Mapping[str, tuple[int, datetime]]
+
+
+def _relative(path: str) -> str:
+    """``./a/b`` and ``/a/b`` as ``a/b``; a leading dot of a name (``.github``) is kept."""
+    path = path.strip()
+    while path.startswith(("./", "/")):
+        path = path[2:] if path.startswith("./") else path[1:]
+    return path
+
+
+def path_matches(pattern: str, file: str) -> bool:
+    """Whether a memory's path (a file, a folder or a glob) covers the caller's file."""
+    pattern, file = _relative(pattern), _relative(file)
+    if not pattern or not file:
+        return False
+    if file == pattern or file.startswith(pattern.rstrip("/") + "/"):
+        return True
+    return fnmatch.fnmatchcase(file, pattern)
+
+
+def effective_potency(memory: Memory, at: datetime, uses: Uses) -> float:
+    """Potency at ``at``, counting uses recorded but not yet folded into the file."""
+    recorded = uses.get(memory.id)
+    if recorded:
+        memory = memory.with_use(recorded[1], recorded[0])
+    return memory.potency_at(at)
+
+
+def score(memory: Memory, relevance: float, potency: float, at: datetime, *, path_match: bool) -> float:
+    """A hit's score: relevance x potency / (1 + age in months), x2 on a path match, x0.5 pending."""
+    age_days = max(0.0, (at - (memory.last_used or memory.updated)).total_seconds() / 86400)
+    value = relevance * potency / (1 + age_days / RECENCY_DAYS)
+    if path_match:
+        value *= PATH_BOOST
+    if memory.state == "pending":
+        value *= PENDING_WEIGHT
+    return value
