@@ -24,7 +24,7 @@ from . import concepts, notify, ranking
 from .clustering import find_clusters
 from .concepts import Memory, now
 from .errors import Conflict, Unavailable
-from .llm import LLM, Judgement, MergeDecision, PairDecision, llm_from_settings
+from .llm import LLM, Judgement, MergeDecision, PairDecision
 from .memories import Memories
 from .repo import AlreadyRunning, Change, Commit, Namespace, Namespaces, Row, RunState
 from .reviews import Reviews
@@ -467,8 +467,11 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
 class Consolidation:
     """Plan, decide and run consolidation of any namespace, and the rule that triggers a run."""
 
-    def __init__(self, namespaces: Namespaces, memories: Memories, reviews: Reviews, settings: Settings) -> None:
+    def __init__(self, namespaces: Namespaces, memories: Memories, reviews: Reviews, settings: Settings,
+                 llm: Callable[[], LLM]) -> None:
+        """Work on ``namespaces``; ``llm()`` gives the model that decides when a run is given none."""
         self.namespaces = namespaces
+        self.llm = llm
         self.memories = memories
         self.reviews = reviews
         self.settings = settings
@@ -499,7 +502,7 @@ class Consolidation:
         review. Raises :class:`AlreadyRunning` when another run holds the namespace.
         """
         ns = self.namespaces.open(namespace)  # NamespaceNotFound before anything else
-        model = llm or llm_from_settings(self.settings)
+        model = llm or self.llm()
         if dry_run:
             plan_ = self.plan(namespace)
             return RunResult(namespace, True, (), None, None, _dry_summary(plan_), plan_, model.name)

@@ -74,7 +74,7 @@ class MemoryService:
         self._namespaces = Namespaces(settings)
         self.reviews = Reviews(self._namespaces, settings)
         memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None)
-        self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings)
+        self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
         self._keys: KeyStore | None = None
 
@@ -170,6 +170,12 @@ class MemoryService:
 
             self._queue = CeleryQueue(self.settings)
         return self._queue
+
+    def _llm(self) -> LLM:
+        """The configured model, or the offline rules (the HTTP client loads only when configured)."""
+        from .endpoints import llm_from_settings
+
+        return llm_from_settings(self.settings)
 
     def _added(self, namespace: str) -> None:
         """After a write added a memory: queue consolidation when the trigger rule says so."""

@@ -13,8 +13,8 @@ import pytest
 
 from gitmem import clustering, concepts, notify
 from gitmem.concepts import Memory, new_id
+from gitmem.endpoints import OpenAICompatible
 from gitmem.errors import NamespaceNotFound
-from gitmem.llm import OpenAICompatible
 from gitmem.repo import MAIN, AlreadyRunning, Change, RunState
 from gitmem.service import MemoryService
 from gitmem.settings import Settings

@@ -7,8 +7,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gitmem.concepts import Memory, new_id
+from gitmem.endpoints import OpenAICompatible, llm_from_settings
 from gitmem.errors import InvalidInput, Unavailable
-from gitmem.llm import BadAnswer, Offline, OpenAICompatible, llm_from_settings, parse_answer
+from gitmem.llm import BadAnswer, Offline, parse_answer
 from gitmem.settings import Settings
 from tests.fakes.openai_server import HOLD, Request, Status, answer, running
 

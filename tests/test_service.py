@@ -22,8 +22,8 @@ from gitmem.errors import (
     NamespaceNotFound,
     RevertConflict,
 )
-from gitmem.repo import Change
 from gitmem.ranking import path_matches
+from gitmem.repo import Change
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from tests.conftest import git, namespace_of

@@ -1,0 +1,167 @@
+"""Clients for OpenAI-compatible HTTP endpoints: chat completions for the LLM port.
+
+Any server that speaks ``POST /v1/chat/completions`` (OpenAI, vLLM, Ollama, llama.cpp, LM Studio)
+answers consolidation's questions through :class:`OpenAICompatible`; :func:`llm_from_settings`
+picks it, or the offline rules when no endpoint is configured.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from .concepts import Memory, clean_text, iso
+from .errors import InvalidInput, Unavailable
+from .llm import (
+    LENGTH_SLACK,
+    LLM,
+    SCHEMAS,
+    VERDICTS,
+    BadAnswer,
+    Judgement,
+    MergeDecision,
+    Offline,
+    PairDecision,
+    parse_answer,
+)
+from .settings import Settings
+from .templating import render_template
+
+
+def _memory_data(memory: Memory) -> dict[str, Any]:
+    return {"id": memory.id, "source": memory.source, "created": iso(memory.created),
+            "type": memory.type, "text": memory.text}
+
+
+class OpenAICompatible:
+    """A client for ``POST {base_url}/chat/completions`` with JSON answers."""
+
+    name = "openai-compatible"
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 30.0,
+                 retries: int = 2, transport: httpx.BaseTransport | None = None) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise InvalidInput(f"LLM base URL {base_url!r} must start with http:// or https://")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.retries = max(0, retries)
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self.client.close()
+
+    def ask(self, kind: str, template: str, **context: Any) -> dict[str, Any]:
+        """Send one prompt and return the validated JSON answer.
+
+        Raises :class:`BadAnswer` for an answer that does not parse or validate, and
+        :class:`Unavailable` when the endpoint does not answer after the retries.
+        """
+        prompt = render_template(f"prompts/{template}", schema=json.dumps(SCHEMAS[kind]), **context)
+        payload = {
+            "model": self.model,
+            "temperature": 0,
+            "response_format": {"type": "json_object"},
+            "messages": [
+                {"role": "system", "content": render_template("prompts/system.j2")},
+                {"role": "user", "content": prompt},
+            ],
+        }
+        url = f"{self.base_url}/chat/completions"
+        problem = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(min(2.0, 0.2 * 2**attempt))
+            try:
+                response = self.client.post(url, json=payload)
+            except httpx.HTTPError as exc:
+                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                continue
+            if response.status_code == 429 or response.status_code >= 500:
+                problem = f"HTTP {response.status_code}"
+                continue
+            if response.status_code >= 400:
+                raise Unavailable(f"the LLM at {self.base_url} refused the request: HTTP "
+                                  f"{response.status_code} {response.text[:200]}")
+            try:
+                content = response.json()["choices"][0]["message"]["content"]
+            except (ValueError, LookupError, TypeError) as exc:
+                raise BadAnswer(f"not a chat-completions response ({exc})") from exc
+            if not isinstance(content, str):
+                raise BadAnswer("the reply has no text content")
+            return parse_answer(content, kind)
+        raise Unavailable(f"the LLM at {self.base_url} did not answer after {self.retries + 1} "
+                          f"attempts ({problem}); check GITMEM_LLM_BASE_URL or try later")
+
+    def merge(self, members: Sequence[Memory], *, max_chars: int) -> MergeDecision:
+        """Ask for one merged memory; a bad answer is a veto."""
+        try:
+            data = self.ask("merge", "merge.j2", max_chars=max_chars,
+                            memories=json.dumps([_memory_data(m) for m in members], ensure_ascii=False,
+                                                indent=1))
+        except BadAnswer as exc:
+            return MergeDecision(None, f"vetoed: the model's answer did not parse ({exc})")
+        merged, reason = data["merged"], data["reason"].strip() or "no reason given"
+        if merged is None or not merged.strip():
+            return MergeDecision(None, f"vetoed by the model: {reason}")
+        merged = _clean(merged)
+        if merged is None:
+            return MergeDecision(None, "vetoed: the merged text is not valid memory text")
+        if len(merged) > max_chars * LENGTH_SLACK:
+            return MergeDecision(None, f"vetoed: the merged text has {len(merged)} characters, over the "
+                                       f"limit of {max_chars}")
+        return MergeDecision(merged, reason)
+
+    def pair(self, target: Memory, candidate: Memory, *, max_chars: int) -> PairDecision:
+        """Ask update/delete/ignore; a bad answer is ignore."""
+        try:
+            data = self.ask("pair", "pair.j2", max_chars=max_chars,
+                            target=json.dumps(_memory_data(target), ensure_ascii=False),
+                            candidate=json.dumps(_memory_data(candidate), ensure_ascii=False))
+        except BadAnswer as exc:
+            return PairDecision("ignore", None, f"ignored: the model's answer did not parse ({exc})")
+        action, text, reason = data["action"], data["memory"], data["reason"].strip() or "no reason given"
+        if action == "update":
+            text = _clean(text) if isinstance(text, str) else None
+            if not text:
+                return PairDecision("ignore", None, "ignored: the model said update but gave no valid text")
+            if len(text) > max_chars * LENGTH_SLACK:
+                return PairDecision("ignore", None, f"ignored: the updated text has {len(text)} "
+                                                    f"characters, over the limit of {max_chars}")
+            return PairDecision("update", text, reason)
+        return PairDecision(action, None, reason)
+
+    def judge(self, memory: Memory, *, question: str, score: float | None = None) -> Judgement:
+        """Ask keep/archive or promote/discard/keep; a bad answer keeps the memory as it is."""
+        verdicts = VERDICTS[question]
+        try:
+            data = self.ask("judge", "judge.j2", question=question, verdicts=verdicts,
+                            score=None if score is None else round(score, 3),
+                            memory=json.dumps(_memory_data(memory), ensure_ascii=False))
+        except BadAnswer as exc:
+            return Judgement("keep", f"kept: the model's answer did not parse ({exc})")
+        if data["verdict"] not in verdicts:
+            return Judgement("keep", f"kept: the model answered {data['verdict']!r}, not one of "
+                                     f"{', '.join(verdicts)}")
+        return Judgement(data["verdict"], data["reason"].strip() or "no reason given")
+
+
+def _clean(text: str) -> str | None:
+    """Model output as memory text (the same rules as a user's), or None when it breaks them."""
+    try:
+        return clean_text(text, limit=100_000)
+    except InvalidInput:
+        return None
+
+
+def llm_from_settings(settings: Settings) -> LLM:
+    """The configured client, or :class:`Offline` when ``llm_base_url`` is unset."""
+    if not settings.llm_base_url:
+        return Offline()
+    return OpenAICompatible(settings.llm_base_url, settings.llm_model, settings.llm_api_key,
+                            settings.llm_timeout, settings.llm_retries)
