@@ -212,6 +212,9 @@ def parse_answer(content: str, kind: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadAnswer(f"not JSON ({exc.msg} at {exc.pos})") from exc
+    except RecursionError as exc:
+        # A runaway model that repeats "[" up to its token limit nests deeper than the decoder goes.
+        raise BadAnswer("not JSON (nested too deeply)") from exc
     _check(data, _SCHEMAS[kind])
     assert isinstance(data, dict)
     return data
@@ -275,7 +278,7 @@ class OpenAICompatible:
                                   f"{response.status_code} {response.text[:200]}")
             try:
                 content = response.json()["choices"][0]["message"]["content"]
-            except (ValueError, LookupError, TypeError) as exc:
+            except (ValueError, LookupError, TypeError, RecursionError) as exc:
                 raise BadAnswer(f"not a chat-completions response ({exc})") from exc
             if not isinstance(content, str):
                 raise BadAnswer("the reply has no text content")

@@ -75,6 +75,17 @@ def test_an_answer_that_does_not_parse_is_a_veto(content: str) -> None:
     assert "did not parse" in decision.reason
 
 
+@pytest.mark.parametrize("reply", [
+    "[" * 5000,                                        # a runaway model, cut off at its token limit
+    Status(200, '{"choices": ' + "[" * 5000),          # a broken envelope, as deep
+])
+def test_an_answer_nested_too_deeply_is_a_veto_not_a_crash(reply: object) -> None:
+    with running(lambda r: reply) as fake:
+        decision = client(fake.url).merge([mem("a b c"), mem("a b d")], max_chars=200)
+    assert decision.text is None
+    assert "did not parse" in decision.reason
+
+
 def test_a_fenced_json_answer_is_accepted() -> None:
     reply = '```json\n{"merged": "Use tabs.", "reason": "dup"}\n```'
     with running(lambda r: reply) as fake:
