@@ -217,6 +217,10 @@ def parse_answer(content: str, kind: str) -> dict[str, Any]:
         raise BadAnswer("not JSON (nested too deeply)") from exc
     _check(data, _SCHEMAS[kind])
     assert isinstance(data, dict)
+    # The reason goes into commit messages and frontmatter as it is: a NUL byte cuts a commit
+    # message short (its trailers with it) and an unpaired surrogate cannot be written at all.
+    if data["reason"].strip() and _clean(data["reason"]) is None:
+        raise BadAnswer("the reason is not valid text (a NUL byte or invalid UTF-8)")
     return data
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -84,6 +85,22 @@ def test_an_answer_nested_too_deeply_is_a_veto_not_a_crash(reply: object) -> Non
         decision = client(fake.url).merge([mem("a b c"), mem("a b d")], max_chars=200)
     assert decision.text is None
     assert "did not parse" in decision.reason
+
+
+@pytest.mark.parametrize("reason", ["same topic\x00", "same topic \ud800"])
+def test_a_reason_that_is_not_valid_text_makes_the_answer_a_bad_one(reason: str) -> None:
+    # Reasons end up in commit messages: a NUL would cut the trailers off, a surrogate cannot be encoded.
+    # json.dumps escapes both (\u0000, \ud800), as a server would send them.
+    replies = {"merge": json.dumps({"merged": "Use tabs.", "reason": reason}),
+               "pair": json.dumps({"action": "delete", "memory": None, "reason": reason}),
+               "judge": json.dumps({"verdict": "archive", "reason": reason})}
+    with running(lambda r: replies[r.kind]) as fake:
+        llm = client(fake.url)
+        merged = llm.merge([mem("Use tabs."), mem("Tabs.")], max_chars=200)
+        paired = llm.pair(mem("Use tabs."), mem("Use tabs!", days=1), max_chars=200)
+        judged = llm.judge(mem("Use tabs."), question="never_used")
+    assert (merged.text, paired.action, judged.verdict) == (None, "ignore", "keep")
+    assert all("reason is not valid text" in d.reason for d in (merged, paired, judged))
 
 
 def test_a_fenced_json_answer_is_accepted() -> None:
