@@ -122,6 +122,9 @@ class Offline:
             everything = set().union(*(token_set(m.text) for m in members))
             base = max(members, key=lambda m: (len(token_set(m.text) & everything), m.created, m.id))
         text = base.text.strip()
+        if len(text) > max_chars * LENGTH_SLACK:
+            return MergeDecision(None, f"offline rules: {base.id} has {len(text)} characters, over the limit "
+                                       f"of {max_chars}; a model should shorten it")
         seen = set(token_set(text))
         for other in sorted(members, key=lambda m: (m.created, m.id), reverse=True):
             if other is base:
@@ -141,12 +144,15 @@ class Offline:
     def pair(self, target: Memory, candidate: Memory, *, max_chars: int) -> PairDecision:
         """Fold one into the other when its words are a subset; otherwise leave both."""
         a, b = token_set(target.text), token_set(candidate.text)
-        if b <= a:
+        if b <= a and len(target.text) <= max_chars * LENGTH_SLACK:
             return PairDecision("update", target.text, "offline rules: the newer memory says nothing "
                                                        "the older one does not")
         if a <= b and len(candidate.text) <= max_chars * LENGTH_SLACK:
             return PairDecision("update", candidate.text, "offline rules: the newer memory says "
                                                           "everything the older one does, and more")
+        if a <= b or b <= a:
+            return PairDecision("ignore", None, f"offline rules: one says all the other does, but in over "
+                                                f"{max_chars} characters; a model should shorten it")
         return PairDecision("ignore", None, "offline rules: each says something the other does not; "
                                             "a model should judge")
 

@@ -221,6 +221,18 @@ def test_offline_pairs() -> None:
     assert Offline().pair(mem("Use pnpm, not npm."), mem("Use npm, not yarn."), max_chars=200).action == "ignore"
 
 
+def test_offline_never_answers_with_a_text_over_the_limit() -> None:
+    # GITMEM_MERGED_MAX_CHARS is the longest merged text the port may answer with, rules or model.
+    statement = "Run the whole unit test suite with pytest before every commit, and read its report. " * 4
+    older, newer = mem(statement.strip()), mem(statement + "Then run the linter.", days=1)
+    merged = Offline().merge([older, newer], max_chars=200)
+    assert merged.text is None and "over the limit of 200" in merged.reason
+    for target, candidate in ((newer, older), (older, newer)):
+        paired = Offline().pair(target, candidate, max_chars=200)
+        assert (paired.action, paired.text) == ("ignore", None) and "200 characters" in paired.reason
+    assert Offline().merge([older, newer], max_chars=500).text == newer.text
+
+
 def test_model_text_that_is_not_valid_memory_text_is_a_veto() -> None:
     with running(lambda r: answer(merged="Use tabs.\x00", reason="nul")) as fake:
         decision = client(fake.url).merge([mem("a"), mem("b")], max_chars=200)
