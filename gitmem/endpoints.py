@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from .concepts import Memory, clean_text, iso
+from .concepts import Memory, iso
 from .errors import InvalidInput, Unavailable
 from .llm import (
     LENGTH_SLACK,
@@ -26,6 +26,7 @@ from .llm import (
     MergeDecision,
     Offline,
     PairDecision,
+    clean_answer,
     parse_answer,
 )
 from .settings import Settings
@@ -90,7 +91,7 @@ class OpenAICompatible:
                                   f"{response.status_code} {response.text[:200]}")
             try:
                 content = response.json()["choices"][0]["message"]["content"]
-            except (ValueError, LookupError, TypeError) as exc:
+            except (ValueError, LookupError, TypeError, RecursionError) as exc:
                 raise BadAnswer(f"not a chat-completions response ({exc})") from exc
             if not isinstance(content, str):
                 raise BadAnswer("the reply has no text content")
@@ -109,7 +110,7 @@ class OpenAICompatible:
         merged, reason = data["merged"], data["reason"].strip() or "no reason given"
         if merged is None or not merged.strip():
             return MergeDecision(None, f"vetoed by the model: {reason}")
-        merged = _clean(merged)
+        merged = clean_answer(merged)
         if merged is None:
             return MergeDecision(None, "vetoed: the merged text is not valid memory text")
         if len(merged) > max_chars * LENGTH_SLACK:
@@ -127,7 +128,7 @@ class OpenAICompatible:
             return PairDecision("ignore", None, f"ignored: the model's answer did not parse ({exc})")
         action, text, reason = data["action"], data["memory"], data["reason"].strip() or "no reason given"
         if action == "update":
-            text = _clean(text) if isinstance(text, str) else None
+            text = clean_answer(text) if isinstance(text, str) else None
             if not text:
                 return PairDecision("ignore", None, "ignored: the model said update but gave no valid text")
             if len(text) > max_chars * LENGTH_SLACK:
@@ -149,14 +150,6 @@ class OpenAICompatible:
             return Judgement("keep", f"kept: the model answered {data['verdict']!r}, not one of "
                                      f"{', '.join(verdicts)}")
         return Judgement(data["verdict"], data["reason"].strip() or "no reason given")
-
-
-def _clean(text: str) -> str | None:
-    """Model output as memory text (the same rules as a user's), or None when it breaks them."""
-    try:
-        return clean_text(text, limit=100_000)
-    except InvalidInput:
-        return None
 
 
 def llm_from_settings(settings: Settings) -> LLM:

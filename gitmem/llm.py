@@ -24,7 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .concepts import Memory
+from .concepts import Memory, clean_text
+from .errors import InvalidInput
 from .similarity import similarity, token_set
 
 log = logging.getLogger(__name__)
@@ -119,6 +120,9 @@ class Offline:
             everything = set().union(*(token_set(m.text) for m in members))
             base = max(members, key=lambda m: (len(token_set(m.text) & everything), m.created, m.id))
         text = base.text.strip()
+        if len(text) > max_chars * LENGTH_SLACK:
+            return MergeDecision(None, f"offline rules: {base.id} has {len(text)} characters, over the limit "
+                                       f"of {max_chars}; a model should shorten it")
         seen = set(token_set(text))
         for other in sorted(members, key=lambda m: (m.created, m.id), reverse=True):
             if other is base:
@@ -138,12 +142,15 @@ class Offline:
     def pair(self, target: Memory, candidate: Memory, *, max_chars: int) -> PairDecision:
         """Fold one into the other when its words are a subset; otherwise leave both."""
         a, b = token_set(target.text), token_set(candidate.text)
-        if b <= a:
+        if b <= a and len(target.text) <= max_chars * LENGTH_SLACK:
             return PairDecision("update", target.text, "offline rules: the newer memory says nothing "
                                                        "the older one does not")
         if a <= b and len(candidate.text) <= max_chars * LENGTH_SLACK:
             return PairDecision("update", candidate.text, "offline rules: the newer memory says "
                                                           "everything the older one does, and more")
+        if a <= b or b <= a:
+            return PairDecision("ignore", None, f"offline rules: one says all the other does, but in over "
+                                                f"{max_chars} characters; a model should shorten it")
         return PairDecision("ignore", None, "offline rules: each says something the other does not; "
                                             "a model should judge")
 
@@ -209,6 +216,21 @@ def parse_answer(content: str, kind: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadAnswer(f"not JSON ({exc.msg} at {exc.pos})") from exc
+    except RecursionError as exc:
+        # A runaway model that repeats "[" up to its token limit nests deeper than the decoder goes.
+        raise BadAnswer("not JSON (nested too deeply)") from exc
     _check(data, SCHEMAS[kind])
     assert isinstance(data, dict)
+    # The reason goes into commit messages and frontmatter as it is: a NUL byte cuts a commit
+    # message short (its trailers with it) and an unpaired surrogate cannot be written at all.
+    if data["reason"].strip() and clean_answer(data["reason"]) is None:
+        raise BadAnswer("the reason is not valid text (a NUL byte or invalid UTF-8)")
     return data
+
+
+def clean_answer(text: str) -> str | None:
+    """Model output as memory text (the same rules as a user's), or None when it breaks them."""
+    try:
+        return clean_text(text, limit=100_000)
+    except InvalidInput:
+        return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -74,6 +75,33 @@ def test_an_answer_that_does_not_parse_is_a_veto(content: str) -> None:
         decision = client(fake.url).merge([mem("a b c"), mem("a b d")], max_chars=200)
     assert decision.text is None
     assert "did not parse" in decision.reason
+
+
+@pytest.mark.parametrize("reply", [
+    "[" * 5000,                                        # a runaway model, cut off at its token limit
+    Status(200, '{"choices": ' + "[" * 5000),          # a broken envelope, as deep
+])
+def test_an_answer_nested_too_deeply_is_a_veto_not_a_crash(reply: object) -> None:
+    with running(lambda r: reply) as fake:
+        decision = client(fake.url).merge([mem("a b c"), mem("a b d")], max_chars=200)
+    assert decision.text is None
+    assert "did not parse" in decision.reason
+
+
+@pytest.mark.parametrize("reason", ["same topic\x00", "same topic \ud800"])
+def test_a_reason_that_is_not_valid_text_makes_the_answer_a_bad_one(reason: str) -> None:
+    # Reasons end up in commit messages: a NUL would cut the trailers off, a surrogate cannot be encoded.
+    # json.dumps escapes both (\u0000, \ud800), as a server would send them.
+    replies = {"merge": json.dumps({"merged": "Use tabs.", "reason": reason}),
+               "pair": json.dumps({"action": "delete", "memory": None, "reason": reason}),
+               "judge": json.dumps({"verdict": "archive", "reason": reason})}
+    with running(lambda r: replies[r.kind]) as fake:
+        llm = client(fake.url)
+        merged = llm.merge([mem("Use tabs."), mem("Tabs.")], max_chars=200)
+        paired = llm.pair(mem("Use tabs."), mem("Use tabs!", days=1), max_chars=200)
+        judged = llm.judge(mem("Use tabs."), question="never_used")
+    assert (merged.text, paired.action, judged.verdict) == (None, "ignore", "keep")
+    assert all("reason is not valid text" in d.reason for d in (merged, paired, judged))
 
 
 def test_a_fenced_json_answer_is_accepted() -> None:
@@ -192,6 +220,18 @@ def test_offline_pairs() -> None:
     decision = Offline().pair(older, newer, max_chars=200)
     assert (decision.action, decision.text) == ("update", newer.text)
     assert Offline().pair(mem("Use pnpm, not npm."), mem("Use npm, not yarn."), max_chars=200).action == "ignore"
+
+
+def test_offline_never_answers_with_a_text_over_the_limit() -> None:
+    # GITMEM_MERGED_MAX_CHARS is the longest merged text the port may answer with, rules or model.
+    statement = "Run the whole unit test suite with pytest before every commit, and read its report. " * 4
+    older, newer = mem(statement.strip()), mem(statement + "Then run the linter.", days=1)
+    merged = Offline().merge([older, newer], max_chars=200)
+    assert merged.text is None and "over the limit of 200" in merged.reason
+    for target, candidate in ((newer, older), (older, newer)):
+        paired = Offline().pair(target, candidate, max_chars=200)
+        assert (paired.action, paired.text) == ("ignore", None) and "200 characters" in paired.reason
+    assert Offline().merge([older, newer], max_chars=500).text == newer.text
 
 
 def test_model_text_that_is_not_valid_memory_text_is_a_veto() -> None:

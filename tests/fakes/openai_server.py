@@ -3,7 +3,8 @@
 Tests give it a responder: a function from the request (``Request``: the JSON body, the prompt
 and the memories quoted in it) to the reply's text content, or to :data:`HOLD` to keep the
 client waiting until :meth:`FakeOpenAI.release` (a slow model; the client's timeout fires), or to
-a :class:`Status` for an HTTP error.
+a :class:`Status` for an HTTP error. The responder may be swapped while the server runs, and
+:meth:`FakeOpenAI.stop` takes the endpoint away altogether.
 """
 
 from __future__ import annotations
@@ -97,6 +98,12 @@ class FakeOpenAI:
 
     def kinds(self) -> list[str]:
         return [r.kind for r in self.requests]
+
+    def stop(self) -> None:
+        """Stop serving and free the port: from now on connections are refused (an endpoint that is gone)."""
+        assert self.server is not None
+        self.server.shutdown()
+        self.server.server_close()
 
     def handle(self, request: Request) -> tuple[int, str]:
         self.requests.append(request)
