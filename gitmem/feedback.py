@@ -13,8 +13,8 @@ from typing import Any
 from . import concepts
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput
-from .memories import DISCUSSIONS, Memories
-from .repo import Change, Commit, Namespaces
+from .memories import Memories
+from .repo import DISCUSSIONS, Change, Commit, Namespaces
 from .reviews import Reviews
 from .settings import Settings
 

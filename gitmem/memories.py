@@ -1,30 +1,25 @@
-"""Memory operations over namespaces: read, remember (the write gate), amend, forget, revert, restore.
+"""Changing memories: remember (the write gate), amend, forget, revert, restore, fold recorded usage.
 
-Every change is one commit on ``main`` through :meth:`gitmem.repo.Namespace.commit`. Feedback
-(confirm, reject, discuss, amend) is in :mod:`gitmem.feedback`; exports in :mod:`gitmem.export`.
+Every change is one commit on ``main`` through :meth:`gitmem.repo.Namespace.commit`. Reading is
+in :mod:`gitmem.recall`, feedback (confirm, reject, discuss, amend) in :mod:`gitmem.feedback`.
 """
 
 from __future__ import annotations
 
-import builtins
-import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
-from . import concepts, ranking
+from . import concepts
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
-from .repo import Change, Commit, CommitInfo, Namespaces, match_tokens
+from .repo import Change, Commit, Namespaces, match_tokens
 from .settings import Settings
-from .similarity import dice, normalise, token_set
-from .templating import render_template
+from .similarity import dice, normalise
 
 log = logging.getLogger(__name__)
 AUTO_SOURCES = ("agent", "import", "consolidation")
-DISCUSSIONS = ".gitmem/discussions"
 
 
 @dataclass(frozen=True)
@@ -45,34 +40,8 @@ class WriteResult:
         }
 
 
-@dataclass(frozen=True)
-class Hit:
-    """A recalled memory with its score and the potency it had when recalled."""
-
-    memory: Memory
-    score: float
-    potency: float
-    path_match: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"memory": self.memory.to_dict(), "score": round(self.score, 6),
-                "potency": round(self.potency, 4), "path_match": self.path_match}
-
-
-@dataclass(frozen=True)
-class Comment:
-    """One entry in a memory's discussion thread."""
-
-    actor: str
-    at: datetime
-    text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"actor": self.actor, "at": concepts.iso(self.at), "text": self.text}
-
-
 class Memories:
-    """Remember, recall, amend, forget, history, revert and restore memories in any namespace."""
+    """Remember, amend, forget, revert and restore memories in any namespace."""
 
     def __init__(self, namespaces: Namespaces, settings: Settings,
                  on_added: Callable[[str], None] | None = None) -> None:
@@ -82,151 +51,6 @@ class Memories:
         self.on_added = on_added
 
     # --- reading -------------------------------------------------------------------------------
-
-    def show(self, namespace: str, memory_id: str) -> Memory:
-        """One memory by id."""
-        memory_id = check_id(memory_id)
-        with self.namespaces.using(namespace) as ns:
-            head = ns.synced()
-            memory = ns.index.get(memory_id)
-            if memory is None:
-                raise ns.not_found(head, memory_id)
-        return memory
-
-    def list(self, namespace: str, *, state: str | None = None, type: str | None = None,
-             offset: int = 0, limit: int = 50) -> builtins.list[Memory]:
-        """Memories in path order, optionally of one state or type."""
-        if state is not None and state not in concepts.STATES:
-            raise InvalidInput(f"unknown state {state!r}; use one of: {', '.join(concepts.STATES)}")
-        types = None if type is None else [concepts.clean_type(type)]
-        if offset < 0 or limit < 0:
-            raise InvalidInput("offset and limit must not be negative")
-        with self.namespaces.using(namespace) as ns:
-            ns.synced()
-            return ns.index.all(states=None if state is None else [state], types=types,
-                                offset=offset, limit=limit)
-
-    def recall(self, namespace: str, query: str = "", *, path: str | Sequence[str] | None = None,
-               limit: int = 10, record: bool = True, include_archived: bool = False) -> builtins.list[Hit]:
-        """Memories ranked by relevance x potency x recency, boosted where ``paths`` match ``path``.
-
-        Archived memories and those whose potency fell below 0.10 are never returned unless
-        ``include_archived``; every returned memory counts as one use (unless ``record=False``).
-        """
-        if not isinstance(query, str):
-            raise InvalidInput("query must be a string")
-        query = concepts.clean_text(query, limit=self.settings.max_text_chars, what="query") if query.strip() else ""
-        files = [path] if isinstance(path, str) else list(path or [])
-        files = [f for f in files if f and f.strip()]
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("limit must be between 1 and 1000")
-        at = now()
-        with self.namespaces.using(namespace) as ns:
-            ns.synced()
-            candidates: dict[str, tuple[Memory, float]] = {}
-            if query:
-                q = token_set(query)
-                found = ns.index.search(q, limit=max(100, limit * 10))
-                top = max((score for _, score in found), default=0.0) or 1.0
-                for row, score in found:
-                    coverage = len(q & row.tokens) / len(q)
-                    candidates[row.memory.id] = (row.memory, 0.5 * score / top + 0.5 * coverage)
-            if files:
-                for memory in ns.index.all(states=None, with_paths=True):
-                    if memory.id not in candidates and not query:
-                        candidates[memory.id] = (memory, 1.0)
-            if not query and not files:
-                for memory in ns.index.all(states=["active", "pending"]):
-                    candidates[memory.id] = (memory, 1.0)
-            pending = ns.usage.pending(ids=candidates)
-            hits: builtins.list[Hit] = []
-            for memory, relevance in candidates.values():
-                if memory.state == "archived" and not include_archived:
-                    continue
-                potency = ranking.effective_potency(memory, at, pending)
-                if potency < concepts.ARCHIVE_BELOW and not include_archived:
-                    continue
-                matched = any(ranking.path_matches(p, f) for p in memory.paths for f in files)
-                if files and not query and not matched:
-                    continue
-                score = ranking.score(memory, relevance, potency, at, path_match=matched)
-                hits.append(Hit(memory, score, potency, matched))
-            hits.sort(key=lambda h: (-h.score, h.memory.id))
-            hits = hits[:limit]
-            if record and hits:
-                ns.usage.record((h.memory.id for h in hits), at)
-        return hits
-
-    def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
-                *, record: bool = True, label: str | None = None) -> str:
-        """The Markdown block an agent should load: memories about ``files`` first, then the strongest others."""
-        files = [f for f in files if f and f.strip()]
-        hits = self.recall(namespace, query, path=files, limit=limit, record=False) if files else []
-        seen = {h.memory.id for h in hits}
-        if len(hits) < limit:
-            hits += [h for h in self.recall(namespace, query, limit=limit, record=False) if h.memory.id not in seen]
-        hits = hits[:limit]
-        if record and hits:
-            with self.namespaces.using(namespace) as ns:
-                ns.usage.record((h.memory.id for h in hits), now())
-        return render_template("export/context.md.j2", namespace=label or namespace, hits=hits, files=files)
-
-    def status(self, namespace: str) -> dict[str, Any]:
-        """Counts by state, type and potency tier, the head commit and any malformed files."""
-        at = now()
-        with self.namespaces.using(namespace) as ns:
-            head = ns.synced()
-            counts = ns.index.counts()
-            pending = ns.usage.pending()
-            tiers = {"active": 0, "low": 0, "archived": 0}
-            for memory in ns.index.all(states=["active"]):
-                tiers[concepts.tier(ranking.effective_potency(memory, at, pending))] += 1
-            return {
-                "namespace": namespace,
-                "head": str(head.id),
-                "total": sum(counts["state"].values()),
-                "by_state": {s: counts["state"].get(s, 0) for s in concepts.STATES},
-                "by_type": {t: counts["type"].get(t, 0) for t in concepts.TYPES},
-                "by_tier": tiers,
-                "pending_uses": sum(n for n, _ in pending.values()),
-                "malformed": ns.index.problems(),
-            }
-
-    def history(self, namespace: str, memory_id: str) -> builtins.list[CommitInfo]:
-        """Commits on main that changed one memory, newest first."""
-        memory_id = check_id(memory_id)
-        with self.namespaces.using(namespace) as ns:
-            out = [info for info in (ns.store.info(c) for c in ns.store.log()) if memory_id in info.memory_ids]
-        if not out:
-            raise MemoryNotFound(f"no memory {memory_id} in namespace {namespace!r}, now or before")
-        return out
-
-    def log(self, namespace: str, *, limit: int = 20, offset: int = 0) -> builtins.list[CommitInfo]:
-        """Commits on main, newest first."""
-        with self.namespaces.using(namespace) as ns:
-            out: builtins.list[CommitInfo] = []
-            for i, commit in enumerate(ns.store.log()):
-                if i >= offset + limit:
-                    break
-                if i >= offset:
-                    out.append(ns.store.info(commit))
-            return out
-
-    def discussion(self, namespace: str, memory_id: str) -> builtins.list[Comment]:
-        """The discussion thread of a memory, oldest first."""
-        memory = self.show(namespace, memory_id)
-        with self.namespaces.using(namespace) as ns:
-            data = ns.store.read(f"{DISCUSSIONS}/{memory.id}.jsonl")
-        if not data:
-            return []
-        out = []
-        for line in data.decode("utf-8").splitlines():
-            if line.strip():
-                item = json.loads(line)
-                out.append(Comment(item["actor"], concepts.parse_time(item["at"]) or now(), item["text"]))
-        return out
-
-    # --- writing -------------------------------------------------------------------------------
 
     def remember(
         self,

@@ -4,7 +4,8 @@ Front ends build it with :func:`build_service` from :class:`~gitmem.settings.Set
 the environment by the entry point, never here) and call its methods; every method takes a
 namespace first. Behind it::
 
-    memories.py     remember (the write gate), recall, amend, forget, revert, restore, history
+    recall.py       show, list, recall (ranked search), context, status, history
+    memories.py     remember (the write gate), amend, forget, revert, restore, fold usage
     feedback.py     confirm, reject, discuss, amend, under the amendment policy
     export.py       MEMORY.md, JSON and OKF exports
     reviews.py      pull-request-like reviews of branches
@@ -28,7 +29,8 @@ from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Plan, Progress, RunResult
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .llm import LLM
-from .memories import Comment, Hit, Memories, WriteResult
+from .memories import Memories, WriteResult
+from .recall import Comment, Hit, Recall
 from .repo import ALL_NAMESPACES, ROLES, ApiKey, CommitInfo, KeyStore, Namespaces, ReplayGuard, role_rank
 from .repo import check_namespace as check_namespace
 from .reviews import STATUSES as REVIEW_STATUSES
@@ -73,20 +75,21 @@ class MemoryService:
         self._queue = queue
         self._namespaces = Namespaces(settings)
         self.reviews = Reviews(self._namespaces, settings)
+        recall = Recall(self._namespaces, settings)
         memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None)
         self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
         self._keys: KeyStore | None = None
 
         # The memory operations, as the modules behind them define them.
-        self.show = memories.show
-        self.list = memories.list
-        self.recall = memories.recall
-        self.context = memories.context
-        self.status = memories.status
-        self.history = memories.history
-        self.log = memories.log
-        self.discussion = memories.discussion
+        self.show = recall.show
+        self.list = recall.list
+        self.recall = recall.recall
+        self.context = recall.context
+        self.status = recall.status
+        self.history = recall.history
+        self.log = recall.log
+        self.discussion = recall.discussion
         self.remember = memories.remember
         self.amend = memories.amend
         self.forget = memories.forget

@@ -27,6 +27,9 @@ from .store import Change, Store
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
+#: Where discussion threads live: one JSON Lines file per memory, ``<id>.jsonl``.
+DISCUSSIONS = ".gitmem/discussions"
+
 #: A plan computes the change to commit from the head it is given (None: nothing to write).
 Plan = Callable[[pygit2.Commit], Change | None]
 
