@@ -176,9 +176,11 @@ def group(sets: Sequence[frozenset[str]], pairs: Sequence[tuple[float, int, int]
 
 
 def _compact(sets: Sequence[frozenset[str]], order: Sequence[Sequence[int]]) -> list[frozenset[str]]:
-    """Copies of ``sets`` that compare faster: one shared object per token, so set lookups match
-    by identity, and sets sharing their rarest token allocated side by side in memory, since
-    those are the ones compared with each other."""
+    """Copies of ``sets`` that compare faster.
+
+    One shared object per token, so set lookups match by identity, and sets sharing their rarest
+    token allocated side by side in memory, since those are the ones compared with each other.
+    """
     canon: dict[str, str] = {}
     out: list[frozenset[str]] = [frozenset()] * len(sets)
     for i in sorted(range(len(sets)), key=lambda n: (order[n][:1], n)):

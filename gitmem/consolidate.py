@@ -108,9 +108,11 @@ class Plan:
 
     @property
     def llm_calls(self) -> int:
+        """How many LLM calls the run will make: one per cluster or pair, one per memory to judge."""
         return len(self.clusters) + sum(1 for a in self.lifecycle if a.action == "judge")
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, with clusters and highly similar pairs listed apart."""
         return {
             "namespace": self.namespace,
             "head": self.head,
@@ -352,14 +354,17 @@ class RunResult:
     llm_failures: int = 0
 
     def count(self, *kinds: str) -> int:
+        """How many decisions are of one of ``kinds``."""
         return sum(1 for d in self.decisions if d.kind in kinds)
 
     @property
     def merges(self) -> list[dict[str, Any]]:
+        """The texts before and after each merge, cover, update or delete, for a reviewer to compare."""
         return [{"before": list(d.before), "after": d.after} for d in self.decisions
                 if d.kind in ("merge", "cover", "update", "delete")]
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the summary, counts of each kind of decision, the decisions and merges."""
         merged = [d for d in self.decisions if d.kind in ("merge", "cover", "update", "delete")]
         return {
             "namespace": self.namespace,

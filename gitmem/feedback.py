@@ -31,6 +31,7 @@ class FeedbackResult:
     review: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict; ``review`` is the number of the review an amendment opened."""
         return {"action": self.action, "memory": self.memory.to_dict(), "commit": self.commit,
                 "review": self.review}
 

@@ -32,6 +32,7 @@ class WriteResult:
     similar_to: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the outcome, the memory after the write, the commit and ``similar_to``."""
         return {
             "outcome": self.outcome,
             "memory": self.memory.to_dict() if self.memory else None,

@@ -32,6 +32,7 @@ class Hit:
     path_match: bool = False
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, with the score and potency rounded."""
         return {"memory": self.memory.to_dict(), "score": round(self.score, 6),
                 "potency": round(self.potency, 4), "path_match": self.path_match}
 
@@ -45,6 +46,7 @@ class Comment:
     text: str
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the time as an ISO 8601 string)."""
         return {"actor": self.actor, "at": concepts.iso(self.at), "text": self.text}
 
 

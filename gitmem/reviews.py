@@ -85,6 +85,7 @@ class Review:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Review:
+        """Read a record written by :meth:`to_dict`, ignoring keys this version does not know."""
         values = dict(data)
         for key in ("created", "updated"):
             values[key] = concepts.parse_time(values[key]) or now()
@@ -105,6 +106,7 @@ class FileDiff:
     unified: str
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with both texts and the unified diff."""
         return {"path": self.path, "status": self.status, "old_text": self.old_text,
                 "new_text": self.new_text, "unified": self.unified}
 
@@ -121,6 +123,7 @@ class ReviewCommit:
     files: list[FileDiff]
 
     def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict, with each file's diff."""
         return {"id": self.id, "summary": self.summary, "reason": self.reason, "action": self.action,
                 "memory_ids": list(self.memory_ids), "files": [f.to_dict() for f in self.files]}
 

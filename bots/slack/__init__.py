@@ -1,5 +1,7 @@
-"""gitmem in Slack: ``/mem``, spoken "remember:" / "记住：", the "Remember this" shortcut,
-feedback buttons on memories and reviews with Approve / Reject.
+"""gitmem in Slack: remembering, recalling, feedback on memories and deciding reviews.
+
+It answers ``/mem``, spoken "remember:" / "记住：" and the "Remember this" shortcut, puts feedback
+buttons on memories, and posts reviews with Approve / Reject.
 
 Mount it on the gitmem Flask app with :func:`init_app` (``POST /slack/events``), run it on its own
 with :func:`create_flask_app`, or over Socket Mode with ``gitmem slack``.

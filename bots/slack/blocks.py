@@ -62,6 +62,7 @@ def text_section(mrkdwn: str) -> Block:
 
 
 def context(mrkdwn: str, block_id: str | None = None) -> Block:
+    """A context block (Slack's small grey text), clipped to Slack's limit."""
     block: Block = {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(mrkdwn, SECTION_LIMIT)}]}
     if block_id:
         block["block_id"] = block_id
@@ -69,6 +70,7 @@ def context(mrkdwn: str, block_id: str | None = None) -> Block:
 
 
 def button(label: str, action_id: str, value: str, style: str | None = None) -> Block:
+    """A button that sends ``action_id`` with ``value``; ``style`` is ``primary`` or ``danger``."""
     element: Block = {"type": "button", "text": {"type": "plain_text", "text": label, "emoji": True},
                       "action_id": action_id, "value": value[:BUTTON_VALUE_LIMIT]}
     if style:
@@ -123,6 +125,7 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
 
 
 def missing_card(memory_id: str, notice: str | None = None) -> list[Block]:
+    """What a card message shows in place of a memory deleted since the message was drawn."""
     blocks = [context(f"Memory `{escape(memory_id)}` no longer exists.")]
     if notice:
         blocks.append(context(notice))
@@ -130,6 +133,7 @@ def missing_card(memory_id: str, notice: str | None = None) -> list[Block]:
 
 
 def heading_block(cards: Cards) -> Block:
+    """The first block of a card message: its heading and the namespace."""
     return text_section(f"{escape(cards.heading)}  ·  namespace `{escape(cards.namespace)}`")
 
 
@@ -137,10 +141,12 @@ def heading_block(cards: Cards) -> Block:
 
 
 def review_value(namespace: str, number: int) -> str:
+    """The value of a review's Approve / Reject buttons: the namespace and the review number."""
     return json.dumps({"n": namespace, "r": number}, separators=(",", ":"))
 
 
 def parse_review_value(value: str) -> tuple[str, int]:
+    """Read a review button's value back as ``(namespace, number)``."""
     data = json.loads(value)
     if not isinstance(data, dict):
         raise ValueError("button value is not an object")
@@ -148,6 +154,7 @@ def parse_review_value(value: str) -> tuple[str, int]:
 
 
 def review_buttons(namespace: str, number: int, block_id: str = REVIEW_ACTIONS_BLOCK) -> Block:
+    """Approve / Reject buttons for review ``number``, in a block :func:`decided_blocks` removes."""
     value = review_value(namespace, number)
     return {"type": "actions", "block_id": block_id, "elements": [
         button("Approve", APPROVE_REVIEW, value, "primary"),
@@ -248,6 +255,7 @@ def plan_blocks(namespace: str, summary: str, plan: Mapping[str, Any]) -> list[B
 
 
 def status_blocks(status: Mapping[str, Any]) -> list[Block]:
+    """What ``/mem status`` shows: counts by state, type and potency tier, and the head commit."""
     by_state = status.get("by_state", {})
     by_type = {k: v for k, v in status.get("by_type", {}).items() if v}
     tiers = status.get("by_tier", {})

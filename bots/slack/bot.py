@@ -40,10 +40,12 @@ class Target:
         return cls(channel, ts, body.get("response_url"), bool(container.get("is_ephemeral")))
 
     def to_dict(self) -> dict[str, Any]:
+        """The target as plain data, to carry in a modal's ``private_metadata``."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Target:
+        """Read back a target saved with :meth:`to_dict`."""
         return cls(data.get("channel"), data.get("ts"), data.get("response_url"), bool(data.get("ephemeral")))
 
 
@@ -60,6 +62,7 @@ class Bot:
 
     @property
     def settings(self) -> Settings:
+        """The settings the service was built from."""
         return self.service.settings
 
     def namespace(self, channel: str | None) -> str:

@@ -55,6 +55,7 @@ class PostedReviews:
         return self.state_dir / namespace / "slack" / f"review-{int(number)}.json"
 
     def save(self, namespace: str, number: int, channel: str, ts: str, blocks: Sequence[Block]) -> None:
+        """Record where review ``number``'s message went and the blocks it showed (written atomically)."""
         path = self._path(namespace, number)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -63,6 +64,7 @@ class PostedReviews:
         os.replace(tmp, path)
 
     def load(self, namespace: str, number: int) -> dict[str, Any] | None:
+        """Where review ``number``'s message went and its blocks; None if none was posted or it is unreadable."""
         try:
             data = json.loads(self._path(namespace, number).read_text(encoding="utf-8"))
         except (OSError, ValueError):

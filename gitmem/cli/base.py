@@ -21,6 +21,7 @@ class Group(click.Group):
     """A click group that turns gitmem errors into one line on stderr and an exit code."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; a gitmem error prints ``error: ...`` on stderr and exits with its code."""
         try:
             return super().invoke(ctx)
         except GitmemError as exc:
@@ -64,6 +65,7 @@ def json_option(func: F) -> F:
 
 
 def ns_name(namespace: str | None) -> str:
+    """The namespace to use: the one given with ``--namespace``, else the configured default."""
     return namespace or settings().default_namespace
 
 

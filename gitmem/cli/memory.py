@@ -64,7 +64,7 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
 
     \b
     Example: gitmem remember "We use pnpm, not npm" --type convention --path package.json
-    """
+    """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
     name = ns_name(namespace)
     body = read_text_arg(text)
     def write() -> WriteResult:
@@ -252,7 +252,7 @@ def context(files: tuple[str, ...], query: str, limit: int, repo: Path | None, n
 
     \b
     Example (an agent hook): gitmem context --repo ~/team-memory src/app.ts package.json
-    """
+    """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
     if repo is not None:
         name, label, record = service().attach(repo), repo.resolve().name, False
     else:

@@ -77,6 +77,7 @@ def _connect(path: Path, *, durable: bool = True) -> sqlite3.Connection:
 
 
 def memory_to_doc(memory: Memory) -> str:
+    """The JSON document the index keeps for a memory (read back by :func:`doc_to_memory`)."""
     return json.dumps(memory.to_dict(), ensure_ascii=False)
 
 
@@ -84,6 +85,7 @@ def memory_to_doc(memory: Memory) -> str:
 # is immutable, so one decoded per distinct document can be shared.
 @functools.lru_cache(maxsize=8192)
 def doc_to_memory(doc: str) -> Memory:
+    """The memory an index document holds (the inverse of :func:`memory_to_doc`)."""
     data: dict[str, Any] = json.loads(doc)
     for key in ("created", "updated", "last_used"):
         data[key] = parse_time(data[key])
@@ -129,6 +131,7 @@ class SearchIndex:
                 db.execute("INSERT INTO meta VALUES('schema', ?)", (_SCHEMA_VERSION,))
 
     def close(self) -> None:
+        """Close the database connection."""
         self.db.close()
 
     @contextmanager
@@ -165,6 +168,7 @@ class SearchIndex:
             self.db.execute("COMMIT")
 
     def indexed_commit(self) -> str | None:
+        """The commit the index was last brought to, or None for a new index."""
         row = self.db.execute("SELECT value FROM meta WHERE key='commit'").fetchone()
         return row[0] if row else None
 
@@ -266,11 +270,13 @@ class SearchIndex:
     # --- queries -------------------------------------------------------------------------------
 
     def get(self, memory_id: str) -> Memory | None:
+        """The memory with ``memory_id``, or None if the index does not hold it."""
         row = self.db.execute("SELECT doc FROM memories WHERE id=? ORDER BY rowid LIMIT 1",
                               (memory_id,)).fetchone()
         return doc_to_memory(row[0]) if row else None
 
     def by_norm(self, norm: str) -> list[Memory]:
+        """Memories whose normalised text is ``norm``: the exact duplicates the write gate looks for."""
         rows = self.db.execute("SELECT doc FROM memories WHERE norm=?", (norm,)).fetchall()
         return [doc_to_memory(r[0]) for r in rows]
 
@@ -319,11 +325,13 @@ class SearchIndex:
         return [Row(doc_to_memory(d), frozenset(t.split())) for d, t in rows]
 
     def counts(self) -> dict[str, dict[str, int]]:
+        """How many memories the index holds in each state and of each type."""
         by_state = dict(self.db.execute("SELECT state, COUNT(*) FROM memories GROUP BY state").fetchall())
         by_type = dict(self.db.execute("SELECT type, COUNT(*) FROM memories GROUP BY type").fetchall())
         return {"state": by_state, "type": by_type}
 
     def problems(self) -> dict[str, str]:
+        """Files left out of the index (malformed, or a duplicate id): path -> reason."""
         return dict(self.db.execute("SELECT path, reason FROM problems ORDER BY path").fetchall())
 
 
@@ -336,9 +344,11 @@ class UsageLog:
         self.db.execute("CREATE INDEX IF NOT EXISTS uses_id ON uses(id)")
 
     def close(self) -> None:
+        """Close the database connection."""
         self.db.close()
 
     def record(self, memory_ids: Iterable[str], at: datetime) -> None:
+        """Log one use of each of ``memory_ids`` at ``at``."""
         stamp = at.isoformat()
         self.db.executemany("INSERT INTO uses(id, at) VALUES(?, ?)", [(m, stamp) for m in memory_ids])
 
@@ -360,16 +370,20 @@ class UsageLog:
         return {r[0]: (r[1], datetime.fromisoformat(r[2])) for r in rows}
 
     def high_water(self) -> int:
+        """The sequence number of the latest use, 0 for an empty log: fold up to it, then clear."""
         row = self.db.execute("SELECT MAX(seq) FROM uses").fetchone()
         return int(row[0] or 0)
 
     def clear(self, up_to: int) -> None:
+        """Drop the uses up to ``up_to`` once they are folded into the repository."""
         self.db.execute("DELETE FROM uses WHERE seq <= ?", (up_to,))
 
     @contextmanager
     def folding(self) -> Iterator[None]:
-        """Hold the log's write lock from reading the uses to clearing them, so that two processes
-        folding at once do not both count the same uses (new uses wait; reads do not)."""
+        """Hold the log's write lock from reading the uses to clearing them.
+
+        Two processes folding at once then do not both count the same uses (new uses wait; reads do not).
+        """
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield

@@ -38,6 +38,7 @@ class ReplayGuard:
             return True
 
     def close(self) -> None:
+        """Close the database; the next :meth:`first_use` opens it again."""
         with self._lock:
             if self._db is not None:
                 self._db.close()

@@ -21,16 +21,19 @@ MAX_PAGE = 200
 
 
 def service() -> MemoryService:
+    """The app's :class:`MemoryService`, put in ``app.extensions`` by the app factory."""
     svc = current_app.extensions["gitmem"]
     assert isinstance(svc, MemoryService)
     return svc
 
 
 def reviews() -> Reviews:
+    """The reviews of the app's service."""
     return service().reviews
 
 
 def created(data: Any, location: str) -> tuple[Response, int]:
+    """A 201 Created response: ``data`` as JSON and a ``Location`` header."""
     response = jsonify(data)
     response.headers["Location"] = location
     return response, 201
@@ -38,6 +41,7 @@ def created(data: Any, location: str) -> tuple[Response, int]:
 
 @bp.get("/openapi.json")
 def openapi() -> Response:
+    """Serve the OpenAPI document that describes this API."""
     return jsonify(document())
 
 
@@ -46,6 +50,7 @@ def openapi() -> Response:
 
 @bp.get("/namespaces")
 def namespaces() -> Response:
+    """List the namespaces the caller may read."""
     who = caller()
     names = [n for n in service().namespaces() if who.allows(n, "reader")]
     return jsonify({"items": names})
@@ -53,6 +58,7 @@ def namespaces() -> Response:
 
 @bp.post("/namespaces")
 def create_namespace() -> tuple[Response, int]:
+    """Create a namespace (admin); 201 if it is new, 200 if it already existed."""
     caller()
     data = inputs.body()
     inputs.known(data, "name")
@@ -66,6 +72,7 @@ def create_namespace() -> tuple[Response, int]:
 
 @bp.get("/namespaces/<ns>")
 def status(ns: str) -> Response:
+    """Show a namespace's status: counts by state, type and potency tier, head and malformed files."""
     require(ns, "reader")
     return jsonify(service().status(ns))
 
@@ -75,6 +82,7 @@ def status(ns: str) -> Response:
 
 @bp.get("/namespaces/<ns>/memories")
 def list_memories(ns: str) -> Response:
+    """List a page of memories in path order, optionally only those of ?state= and ?type=."""
     require(ns, "reader")
     offset = inputs.query_int("offset", 0, 0, 10**9)
     limit = inputs.query_int("limit", 50, 1, MAX_PAGE)
@@ -86,6 +94,7 @@ def list_memories(ns: str) -> Response:
 
 @bp.post("/namespaces/<ns>/memories")
 def remember(ns: str) -> tuple[Response, int]:
+    """Remember text through the write gate (writer); 201 with a Location if a memory was added, else 200."""
     who = require(ns, "writer")
     data = inputs.body()
     inputs.known(data, "text", "type", "title", "tags", "paths", "source", "author", "state")
@@ -109,12 +118,14 @@ def remember(ns: str) -> tuple[Response, int]:
 
 @bp.get("/namespaces/<ns>/memories/<memory_id>")
 def get_memory(ns: str, memory_id: str) -> Response:
+    """Show one memory by id."""
     require(ns, "reader")
     return jsonify(service().show(ns, memory_id).to_dict())
 
 
 @bp.patch("/namespaces/<ns>/memories/<memory_id>")
 def amend(ns: str, memory_id: str) -> Response:
+    """Amend a memory directly, for callers the policy lets skip review; others get 403."""
     who = require(ns, "writer")
     if not service().may_amend_directly(who.name, who.role):
         raise PermissionDenied(
@@ -135,6 +146,7 @@ def amend(ns: str, memory_id: str) -> Response:
 
 @bp.delete("/namespaces/<ns>/memories/<memory_id>")
 def forget(ns: str, memory_id: str) -> Response:
+    """Archive a memory (writer), or delete its file with ?purge=true (admin)."""
     purge = inputs.query_bool("purge")
     who = require(ns, "admin" if purge else "writer")
     reason = request.args.get("reason") or None
@@ -143,6 +155,7 @@ def forget(ns: str, memory_id: str) -> Response:
 
 @bp.get("/namespaces/<ns>/memories/<memory_id>/history")
 def history(ns: str, memory_id: str) -> Response:
+    """List a page of the commits on main that changed a memory, newest first."""
     require(ns, "reader")
     offset = inputs.query_int("offset", 0, 0, 10**9)
     limit = inputs.query_int("limit", 50, 1, MAX_PAGE)
@@ -153,12 +166,14 @@ def history(ns: str, memory_id: str) -> Response:
 
 @bp.get("/namespaces/<ns>/memories/<memory_id>/discussion")
 def discussion(ns: str, memory_id: str) -> Response:
+    """List a memory's discussion thread, oldest first."""
     require(ns, "reader")
     return jsonify({"items": [c.to_dict() for c in service().discussion(ns, memory_id)]})
 
 
 @bp.post("/namespaces/<ns>/memories/<memory_id>/restore")
 def restore(ns: str, memory_id: str) -> Response:
+    """Bring a memory back to how it was at the given commit (reviewer)."""
     who = require(ns, "reviewer")
     data = inputs.body()
     inputs.known(data, "commit")
@@ -171,6 +186,7 @@ def restore(ns: str, memory_id: str) -> Response:
 
 @bp.get("/namespaces/<ns>/recall")
 def recall(ns: str) -> Response:
+    """Recall memories matching ?q= and ?path= for a reader; ?dry=true records no use."""
     require(ns, "reader")
     limit = inputs.query_int("limit", 10, 1, MAX_PAGE)
     hits = service().recall(ns, request.args.get("q", ""), path=request.args.getlist("path"),
@@ -180,6 +196,7 @@ def recall(ns: str) -> Response:
 
 @bp.route("/namespaces/<ns>/context", methods=["GET", "POST"])
 def context(ns: str) -> Response:
+    """Give the memory block an agent should load for some files, as Markdown or (if accepted) JSON."""
     require(ns, "reader")
     if request.method == "POST":
         data = inputs.body()
@@ -203,6 +220,7 @@ def context(ns: str) -> Response:
 
 
 def commit_dict(info: Any) -> dict[str, Any]:
+    """A commit as the API shows it."""
     return {"id": info.id, "summary": info.summary, "message": info.message, "time": info.time,
             "actor": info.actor, "action": info.action, "memory_ids": list(info.memory_ids),
             "parents": list(info.parents)}
@@ -210,6 +228,7 @@ def commit_dict(info: Any) -> dict[str, Any]:
 
 @bp.get("/namespaces/<ns>/commits")
 def log(ns: str) -> Response:
+    """List a page of the commits on main, newest first."""
     require(ns, "reader")
     offset = inputs.query_int("offset", 0, 0, 10**9)
     limit = inputs.query_int("limit", 20, 1, MAX_PAGE)
@@ -220,6 +239,7 @@ def log(ns: str) -> Response:
 
 @bp.post("/namespaces/<ns>/commits/<commit>/revert")
 def revert(ns: str, commit: str) -> Response:
+    """Undo a commit of main with a new commit (reviewer)."""
     who = require(ns, "reviewer")
     return jsonify(service().revert(ns, commit, actor=who.name).to_dict())
 
@@ -229,6 +249,7 @@ def revert(ns: str, commit: str) -> Response:
 
 @bp.post("/namespaces/<ns>/consolidate")
 def consolidate(ns: str) -> tuple[Response, int]:
+    """Queue a consolidation run (writer, 202), or with ``dry_run`` return its plan (reader, 200)."""
     data = inputs.body()
     inputs.known(data, "dry_run")
     dry_run = bool(inputs.boolean(data, "dry_run"))
@@ -249,6 +270,7 @@ def consolidate(ns: str) -> tuple[Response, int]:
 
 @bp.get("/namespaces/<ns>/reviews")
 def list_reviews(ns: str) -> Response:
+    """List a page of a namespace's reviews, optionally only those with ?status=."""
     require(ns, "reader")
     state = request.args.get("status") or None
     if state is not None and state not in REVIEW_STATUSES:
@@ -262,6 +284,7 @@ def list_reviews(ns: str) -> Response:
 
 
 def review_number(number: str) -> int:
+    """The review number in a URL; :class:`InvalidInput` unless it is a whole number."""
     if not number.isdigit() or len(number) > 9:
         raise InvalidInput(f"{number!r} is not a review number")
     return int(number)
@@ -269,6 +292,7 @@ def review_number(number: str) -> int:
 
 @bp.get("/namespaces/<ns>/reviews/<number>")
 def show_review(ns: str, number: str) -> Response:
+    """Show a review with each of its commits and their diffs."""
     require(ns, "reader")
     n = review_number(number)
     service().require(ns)
@@ -279,6 +303,7 @@ def show_review(ns: str, number: str) -> Response:
 
 @bp.post("/namespaces/<ns>/reviews/<number>/approve")
 def approve(ns: str, number: str) -> Response:
+    """Approve a review (reviewer): merge its commits, or only those listed in ``commits``, into main."""
     who = require(ns, "reviewer")
     data = inputs.body()
     inputs.known(data, "commits")
@@ -290,6 +315,7 @@ def approve(ns: str, number: str) -> Response:
 
 @bp.post("/namespaces/<ns>/reviews/<number>/reject")
 def reject(ns: str, number: str) -> Response:
+    """Reject a review with an optional reason (reviewer); main is not touched."""
     who = require(ns, "reviewer")
     data = inputs.body()
     inputs.known(data, "reason")
@@ -301,6 +327,7 @@ def reject(ns: str, number: str) -> Response:
 
 @bp.post("/namespaces/<ns>/reviews/<number>/comments")
 def comment(ns: str, number: str) -> Response:
+    """Add a comment to a review's thread (writer)."""
     who = require(ns, "writer")
     data = inputs.body()
     inputs.known(data, "text")

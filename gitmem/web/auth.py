@@ -45,15 +45,18 @@ class Caller:
 
     @property
     def role(self) -> str:
+        """The caller's role: its key's, or ``writer`` for a signed webhook."""
         return self.key.role if self.key else HMAC_ROLE
 
     def allows(self, namespace: str, role: str) -> bool:
+        """Whether the caller has at least ``role`` on ``namespace``."""
         if self.key is not None:
             return self.key.allows(namespace, role)
         return role_rank(role) <= role_rank(HMAC_ROLE)
 
 
 def keystore() -> KeyStore:
+    """The app's API keys."""
     store = current_app.extensions["gitmem.keys"]
     assert isinstance(store, KeyStore)
     return store

@@ -30,6 +30,7 @@ CHUNK = 64 * 1024
 
 @bp.route("/<repo>/<path:rest>", methods=["GET", "POST"])
 def backend(repo: str, rest: str) -> Response:
+    """Serve a namespace's repository to ``git clone`` and ``git fetch`` (reader); refuse pushes."""
     ns = repo.removesuffix(".git")  # git clone http://HOST/git/NS works as well as NS.git
     request.max_content_length = MAX_GIT_BODY
     if rest == "git-receive-pack" or request.args.get("service") == "git-receive-pack":
@@ -106,6 +107,7 @@ class CgiOutput:
             yield chunk
 
     def close(self) -> None:
+        """Close the output and reap the process, logging its stderr if it failed."""
         self.out.close()
         if self.proc.poll() is None:
             try:

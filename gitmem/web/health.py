@@ -23,6 +23,7 @@ PING_TIMEOUT = 0.5
 
 @bp.get("/healthz")
 def healthz() -> tuple[Response, int]:
+    """Report whether the repositories can be read (200, else 503) and whether broker and worker answer."""
     svc = service()
     report = {"repository": repository(svc), "broker": {"ok": False}, "worker": {"ok": False}}
     try:
@@ -40,6 +41,7 @@ def healthz() -> tuple[Response, int]:
 
 
 def repository(svc: MemoryService) -> dict[str, Any]:
+    """Whether every namespace's head can be read, with the error if not."""
     try:
         names = svc.namespaces()
         for name in names:
@@ -59,6 +61,7 @@ def redact(url: str) -> str:
 
 
 def broker(celery: Any, svc: MemoryService) -> dict[str, Any]:
+    """Whether the broker takes a connection, with its URL (password hidden)."""
     url = str(celery.conf.broker_url or "")
     out: dict[str, Any] = {"ok": False, "url": redact(url),
                            "embedded": svc.settings.broker_url is None}
@@ -73,6 +76,7 @@ def broker(celery: Any, svc: MemoryService) -> dict[str, Any]:
 
 
 def worker(celery: Any) -> dict[str, Any]:
+    """Whether any worker answers a ping, with the names of those that do."""
     try:
         replies = celery.control.ping(timeout=PING_TIMEOUT) or []
     except Exception as exc:  # a transport without broadcast support cannot be pinged

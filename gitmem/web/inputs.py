@@ -36,6 +36,7 @@ def known(data: dict[str, Any], *names: str) -> None:
 
 
 def string(data: dict[str, Any], name: str, *, required: bool = False) -> str | None:
+    """Field ``name`` of a request body as a string; None when absent, unless ``required``."""
     value = data.get(name)
     if value is None:
         if required:
@@ -47,6 +48,7 @@ def string(data: dict[str, Any], name: str, *, required: bool = False) -> str | 
 
 
 def boolean(data: dict[str, Any], name: str) -> bool | None:
+    """Field ``name`` of a request body as true or false; None when absent."""
     value = data.get(name)
     if value is None:
         return None
@@ -56,6 +58,7 @@ def boolean(data: dict[str, Any], name: str) -> bool | None:
 
 
 def strings(data: dict[str, Any], name: str) -> list[str] | None:
+    """Field ``name`` of a request body as a list of strings; None when absent."""
     value = data.get(name)
     if value is None:
         return None
@@ -65,6 +68,7 @@ def strings(data: dict[str, Any], name: str) -> list[str] | None:
 
 
 def query_int(name: str, default: int, low: int, high: int) -> int:
+    """Query parameter ``name`` as a whole number from ``low`` to ``high``; ``default`` when absent or empty."""
     raw = request.args.get(name)
     if raw is None or raw == "":
         return default
@@ -78,6 +82,7 @@ def query_int(name: str, default: int, low: int, high: int) -> int:
 
 
 def query_bool(name: str) -> bool:
+    """Query parameter ``name`` as a flag: 1, true or yes; 0, false, no or absent."""
     raw = request.args.get(name, "").strip().lower()
     if raw in ("", "0", "false", "no"):
         return False

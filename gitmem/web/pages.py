@@ -67,6 +67,7 @@ def side_by_side(old: str | None, new: str | None) -> Markup:
 
 
 def csrf_token() -> str:
+    """This session's CSRF token, made on first use; every form posts it back."""
     token = session.get("csrf")
     if not isinstance(token, str):
         token = secrets.token_urlsafe(32)
@@ -94,6 +95,7 @@ def _check_post() -> None:
 
 
 def signed_in(namespace: str, role: str = "reader") -> Caller:
+    """The caller of a page, who needs ``role`` on ``namespace``; others are sent to sign in."""
     return require(namespace, role, allow_session=True)
 
 
@@ -105,6 +107,7 @@ def _sign_in_first(exc: Unauthenticated) -> BaseResponse:
 
 
 def back(default: str) -> BaseResponse:
+    """Redirect to ``default`` after a form post (303, so the browser follows with a GET)."""
     return redirect(default, code=303)
 
 
@@ -126,6 +129,7 @@ def act(message: str, target: str, call: Any) -> BaseResponse:
 
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> str | tuple[str, int] | BaseResponse:
+    """Show the sign-in form; on POST, sign in with an API key and go on to ?next=."""
     target = request.values.get("next") or ""
     if not target.startswith("/") or target.startswith("//"):
         target = url_for("pages.index")
@@ -143,12 +147,14 @@ def login() -> str | tuple[str, int] | BaseResponse:
 
 @bp.post("/logout")
 def logout() -> BaseResponse:
+    """Sign out and go to the sign-in page."""
     session.clear()
     return back(url_for("pages.login"))
 
 
 @bp.get("/")
 def index() -> str | BaseResponse:
+    """Send a signed-in person to their one namespace's dashboard, or list the namespaces they can see."""
     key_id = session.get("key_id")
     stored = keystore().get(str(key_id)) if key_id else None
     if stored is None:
@@ -163,6 +169,7 @@ def index() -> str | BaseResponse:
 
 
 def open_reviews(ns: str) -> list[Any]:
+    """A namespace's open reviews; none if they cannot be read, so the dashboard still shows."""
     try:
         return list(reviews().list(ns, status="open"))
     except GitmemError:
@@ -171,6 +178,7 @@ def open_reviews(ns: str) -> list[Any]:
 
 @bp.get("/ns/<ns>/")
 def dashboard(ns: str) -> str:
+    """Show a namespace's dashboard: its status, strongest memories and open reviews."""
     signed_in(ns)
     status = service().status(ns)
     strongest = service().recall(ns, "", limit=10, record=False)
@@ -180,6 +188,7 @@ def dashboard(ns: str) -> str:
 
 @bp.get("/ns/<ns>/search")
 def search(ns: str) -> str:
+    """Search a namespace's memories by ?q= and ?path=, without recording a use."""
     signed_in(ns)
     query = request.args.get("q", "")
     path = request.args.get("path", "")
@@ -191,6 +200,7 @@ def search(ns: str) -> str:
 
 @bp.get("/ns/<ns>/memories/<memory_id>")
 def memory(ns: str, memory_id: str) -> str:
+    """Show a memory with its history and discussion, and the actions the caller may take."""
     who = signed_in(ns)
     found = service().show(ns, memory_id)
     return render_template("memory.html", ns=ns, memory=found,
@@ -201,6 +211,7 @@ def memory(ns: str, memory_id: str) -> str:
 
 @bp.post("/ns/<ns>/memories/<memory_id>/feedback")
 def memory_feedback(ns: str, memory_id: str) -> BaseResponse:
+    """Confirm, reject, discuss or amend a memory from the form on its page (writer)."""
     who = signed_in(ns, "writer")
     action = request.form.get("action", "")
     text = request.form.get("text") or None
@@ -218,6 +229,7 @@ def memory_feedback(ns: str, memory_id: str) -> BaseResponse:
 
 @bp.post("/ns/<ns>/commits/<commit>/revert")
 def revert(ns: str, commit: str) -> BaseResponse:
+    """Revert a commit from a page's form (reviewer) and go back to that page."""
     who = signed_in(ns, "reviewer")
     target = request.form.get("back", "")
     if not target.startswith("/") or target.startswith("//"):
@@ -230,6 +242,7 @@ def revert(ns: str, commit: str) -> BaseResponse:
 
 @bp.get("/ns/<ns>/reviews")
 def review_list(ns: str) -> str:
+    """List a namespace's reviews, optionally only those with ?status=."""
     signed_in(ns)
     state = request.args.get("status") or None
     if state not in (None, *REVIEW_STATUSES):
@@ -241,6 +254,7 @@ def review_list(ns: str) -> str:
 
 @bp.get("/ns/<ns>/reviews/<number>")
 def review(ns: str, number: str) -> str:
+    """Show a review like a pull request: its commits and diffs, unified or side by side (?view=split)."""
     who = signed_in(ns)
     n = review_number(number)
     service().require(ns)
@@ -251,6 +265,7 @@ def review(ns: str, number: str) -> str:
 
 @bp.post("/ns/<ns>/reviews/<number>")
 def review_action(ns: str, number: str) -> BaseResponse:
+    """Comment on (writer), approve or reject (reviewer) a review from the form on its page."""
     n = review_number(number)
     action = request.form.get("action", "")
     target = url_for("pages.review", ns=ns, number=n)
@@ -271,4 +286,5 @@ def review_action(ns: str, number: str) -> BaseResponse:
 
 @bp.get("/static/<path:name>")
 def static(name: str) -> Response:
+    """Serve the pages' stylesheet and other static files, cached for an hour."""
     return send_from_directory(templates_dir() / "web" / "static", name, max_age=3600)

@@ -21,6 +21,7 @@ bp = Blueprint("webhook", __name__, url_prefix="/api/v1")
 
 @bp.post("/feedback")
 def feedback() -> tuple[Response, int]:
+    """Take feedback on a memory from an agent, tool or bot; 202 when an amendment opens a review."""
     who = caller(allow_signature=True)
     data = inputs.body()
     inputs.known(data, "namespace", "memory_id", "action", "text", "actor")
