@@ -243,7 +243,7 @@ def bench_size(texts: list[str], size: int, args: argparse.Namespace, tmp: Path)
     at = datetime.now(UTC).replace(microsecond=0)
     memories = [memory_for(texts, i, at) for i in range(size)]
     populate_s = populate(service, "bench", memories)
-    repo = service.repo_path("bench")
+    repo = service.settings.repos_dir / "bench.git"
     floor_repo, naive_repo = tmp / f"floor-{size}.git", tmp / f"naive-{size}.git"
     shutil.copytree(repo, floor_repo)
     shutil.copytree(repo, naive_repo)

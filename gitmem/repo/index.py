@@ -275,6 +275,11 @@ class SearchIndex:
                               (memory_id,)).fetchone()
         return doc_to_memory(row[0]) if row else None
 
+    def holds(self, path: str) -> bool:
+        """Whether a file at ``path`` is indexed, as a memory or as a problem."""
+        return self.db.execute("SELECT 1 FROM memories WHERE path=? UNION ALL SELECT 1 FROM problems WHERE path=? "
+                               "LIMIT 1", (path, path)).fetchone() is not None
+
     def by_norm(self, norm: str) -> list[Memory]:
         """Memories whose normalised text is ``norm``: the exact duplicates the write gate looks for."""
         rows = self.db.execute("SELECT doc FROM memories WHERE norm=?", (norm,)).fetchall()
