@@ -14,6 +14,9 @@ from .concepts import Memory
 PATH_BOOST = 2.0
 PENDING_WEIGHT = 0.5
 RECENCY_DAYS = 30
+# Text matches a query ranks by potency and recency: this many per hit asked for, at least MIN.
+CANDIDATES_PER_HIT = 10
+MIN_CANDIDATES = 100
 
 #: Uses recorded but not yet folded into the files: memory id -> (count, last use).
 Uses = Mapping[str, tuple[int, datetime]]
@@ -35,6 +38,11 @@ def path_matches(pattern: str, file: str) -> bool:
     if file == pattern or file.startswith(pattern.rstrip("/") + "/"):
         return True
     return fnmatch.fnmatchcase(file, pattern)
+
+
+def candidates(limit: int) -> int:
+    """How many text matches to rank for ``limit`` hits."""
+    return max(MIN_CANDIDATES, limit * CANDIDATES_PER_HIT)
 
 
 def effective_potency(memory: Memory, at: datetime, uses: Uses) -> float:

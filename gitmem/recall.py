@@ -101,7 +101,7 @@ class Recall:
             candidates: dict[str, tuple[Memory, float]] = {}
             if query:
                 q = token_set(query)
-                found = ns.index.search(q, limit=max(100, limit * 10))
+                found = ns.index.search(q, limit=ranking.candidates(limit))
                 top = max((score for _, score in found), default=0.0) or 1.0
                 for row, score in found:
                     coverage = len(q & row.tokens) / len(q)

@@ -44,8 +44,16 @@ CREATE TABLE IF NOT EXISTS problems(path TEXT PRIMARY KEY, reason TEXT NOT NULL)
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
     tokens, tokenize = "unicode61 remove_diacritics 0 tokenchars '_'"
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab(fts, 'row');
+CREATE TABLE IF NOT EXISTS vocab(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
+# A search scores every document that holds any of its tokens. Past this many postings it leaves
+# out the commonest tokens (recall still counts them in its coverage of the query): at 100,000
+# memories "use" alone is in a quarter of them, and scoring those took most of a query's time.
+SEARCH_POSTINGS = 1500
+# The document frequencies behind that choice are refreshed when the index grew or shrank by this.
+VOCAB_DRIFT = 0.1
 
 
 def match_tokens(title: str, text: str, tags: Iterable[str]) -> list[str]:
@@ -122,7 +130,7 @@ class SearchIndex:
             except sqlite3.OperationalError:
                 pass
             if version != _SCHEMA_VERSION:
-                for table in ("meta", "memories", "problems", "fts"):
+                for table in ("meta", "memories", "problems", "fts_terms", "vocab", "fts"):
                     db.execute(f"DROP TABLE IF EXISTS {table}")
                 # executescript() would commit the transaction; run the statements one by one.
                 for statement in _SCHEMA.split(";"):
@@ -287,7 +295,7 @@ class SearchIndex:
 
     def search(self, query_tokens: Iterable[str], limit: int = 50) -> list[tuple[Row, float]]:
         """Memories sharing tokens with the query, best BM25 first, with their BM25 score (> 0)."""
-        unique = sorted(set(query_tokens))
+        unique = self._selective(sorted(set(query_tokens)))
         if not unique:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
@@ -300,6 +308,37 @@ class SearchIndex:
             (match, limit),
         ).fetchall()
         return [(Row(doc_to_memory(d), _token_set(t)), -s) for d, t, s in rows]
+
+    def _selective(self, tokens: list[str]) -> list[str]:
+        """The query tokens worth scoring: all of them, or the rarest within :data:`SEARCH_POSTINGS`."""
+        row = self.db.execute("SELECT MAX(rowid) FROM memories").fetchone()
+        size = int(row[0] or 0)
+        if size <= SEARCH_POSTINGS or len(tokens) <= 2:
+            return tokens
+        freqs = self._doc_freqs(tokens, size)
+        kept: list[str] = []
+        postings = 0
+        for token in sorted(tokens, key=lambda t: (freqs.get(t, 0), t)):
+            df = freqs.get(token, 0)
+            if len(kept) >= 2 and postings + df > SEARCH_POSTINGS:
+                break
+            kept.append(token)
+            postings += df
+        return kept
+
+    def _doc_freqs(self, tokens: list[str], size: int) -> dict[str, int]:
+        """How many memories hold each token, as of the last refresh (a term new since then counts 0)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key='vocab_size'").fetchone()
+        seen = int(row[0]) if row else 0
+        # Refreshing needs the write lock: not from inside a read snapshot (the write gate's).
+        if abs(size - seen) > VOCAB_DRIFT * max(seen, 1) and not self.db.in_transaction:
+            with self._write() as db:
+                db.execute("DELETE FROM vocab")
+                db.execute("INSERT INTO vocab SELECT term, doc FROM fts_terms")
+                db.execute("INSERT OR REPLACE INTO meta VALUES('vocab_size', ?)", (str(size),))
+        rows = self.db.execute(f"SELECT term, df FROM vocab WHERE term IN ({','.join('?' * len(tokens))})",
+                               tokens).fetchall()
+        return {term: int(df) for term, df in rows}
 
     def all(self, *, states: Iterable[str] | None = None, types: Iterable[str] | None = None,
             offset: int = 0, limit: int = -1, with_paths: bool = False) -> list[Memory]:
