@@ -45,6 +45,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _SLUG_DROP = re.compile(r"[^\w]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MAX_SLUG = 60
+# Characters YAML reads as line breaks (and so folds inside a quoted value) besides \n itself.
+_YAML_BREAKS = re.compile("[\r\x85\u2028\u2029]")
 
 # libyaml is ~10x faster than pure-Python PyYAML; the output is identical except for escapes,
 # where render() falls back to the pure-Python dumper.
@@ -284,6 +286,14 @@ _ORDER = (
 
 def render(memory: Memory) -> bytes:
     """Serialise a memory to Markdown with YAML frontmatter."""
+    return rendered(memory)[0]
+
+
+def rendered(memory: Memory) -> tuple[bytes, Memory]:
+    """The file for ``memory``, and the memory exactly as :func:`parse` will read it back from that file.
+
+    A writer that keeps both spares the search index a parse of the file it has just written.
+    """
     meta: dict[str, Any] = {
         "type": memory.type,
         "title": memory.title,
@@ -311,7 +321,12 @@ def render(memory: Memory) -> bytes:
     if _Dumper is not yaml.SafeDumper and "\\" in front:
         # libyaml escapes characters outside the BMP (emoji) that PyYAML writes as they are.
         front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=1000)
-    return f"---\n{front}---\n\n{memory.text.strip()}\n".encode()
+    body = memory.text.strip()
+    data = f"---\n{front}---\n\n{body}\n".encode()
+    if _YAML_BREAKS.search(front):
+        # YAML folds these inside a quoted value: only a real parse says what the file holds.
+        return data, parse(data, memory.path)
+    return data, _from_meta(meta, body, memory.path)
 
 
 def parse(data: bytes, path: str) -> Memory:

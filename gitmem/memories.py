@@ -133,8 +133,9 @@ class Memories:
                             paths=paths, source=source, author=author, created=at, updated=at,
                             state=state, related=related, tenured=tenured, path=path)
             result.update(outcome="added", memory=memory, similar_to=None)
-            return Change({path: concepts.render(memory)}, f"remember: {title}", "remember",
-                          (memory_id,), source, author)
+            data, parsed = concepts.rendered(memory)
+            return Change({path: data}, f"remember: {title}", "remember", (memory_id,), source, author,
+                          parsed={path: parsed})
 
         with self.namespaces.using(namespace) as ns:
             commit = ns.commit(plan)

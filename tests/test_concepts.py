@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gitmem import concepts
 from gitmem.concepts import Memory
@@ -242,3 +244,24 @@ def test_to_dict_is_json_ready() -> None:
     assert out["created"] == "2026-01-01T12:00:00Z"
     assert out["last_used"] == "2026-01-01T12:00:00Z"
     assert out["tags"] == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(min_size=1, max_size=200).filter(lambda t: t.strip()),
+       title=st.text(max_size=60), tags=st.lists(st.text(min_size=1, max_size=12), max_size=4),
+       potency=st.floats(min_value=0, max_value=1), tenured=st.booleans(),
+       author=st.one_of(st.none(), st.text(max_size=20)))
+def test_rendered_gives_the_memory_parse_reads_back(text: str, title: str, tags: list[str], potency: float,
+                                                    tenured: bool, author: str | None) -> None:
+    try:
+        memory = Memory(id=concepts.new_id(), type="fact", text=concepts.clean_text(text, limit=500),
+                        title=title, tags=tuple(tags), potency=potency, tenured=tenured, author=author,
+                        path="fact/x.md")
+        data, parsed = concepts.rendered(memory)
+    except InvalidInput:
+        return
+    try:
+        reread = concepts.parse(data, "fact/x.md")
+    except MalformedConcept:
+        return  # text the file cannot hold is refused on the way in, not here
+    assert reread == parsed

@@ -222,7 +222,8 @@ class SearchIndex:
                     self._add(db, new_path, data)
             db.execute("INSERT OR REPLACE INTO meta VALUES('commit', ?)", (head_id,))
 
-    def apply(self, parent_id: str, commit_id: str, changes: Mapping[str, bytes | None]) -> bool:
+    def apply(self, parent_id: str, commit_id: str, changes: Mapping[str, bytes | None],
+              parsed: Mapping[str, Memory] | None = None) -> bool:
         """Move the index from ``parent_id`` to ``commit_id`` by the file changes of that commit.
 
         The writer already holds the changed files, so this skips the tree diff and blob reads of
@@ -239,10 +240,11 @@ class SearchIndex:
             paths = [path for path in changes if is_memory_path(path)]
             for path in paths:  # removals first, as in sync()
                 self._remove(db, path)
+            known = parsed or {}
             for path in paths:
                 data = changes[path]
                 if data is not None:
-                    self._add(db, path, data)
+                    self._add(db, path, data, known.get(path))
             db.execute("INSERT OR REPLACE INTO meta VALUES('commit', ?)", (commit_id,))
         return True
 
@@ -255,12 +257,14 @@ class SearchIndex:
         db.execute("DELETE FROM problems WHERE path=?", (path,))
         return {row[1]} if row else set()
 
-    def _add(self, db: sqlite3.Connection, path: str, data: bytes) -> None:
-        try:
-            memory = parse(data, path)
-        except MalformedConcept as exc:
-            db.execute("INSERT OR REPLACE INTO problems VALUES(?, ?)", (path, exc.reason))
-            return
+    def _add(self, db: sqlite3.Connection, path: str, data: bytes, memory: Memory | None = None) -> None:
+        """Index the file at ``path`` (``memory``: its parsed form, when the writer has it)."""
+        if memory is None or memory.path != path:
+            try:
+                memory = parse(data, path)
+            except MalformedConcept as exc:
+                db.execute("INSERT OR REPLACE INTO problems VALUES(?, ?)", (path, exc.reason))
+                return
         holder = db.execute("SELECT path FROM memories WHERE id=?", (memory.id,)).fetchone()
         if holder is not None:
             # A file copied by hand keeps its id; two memories with one id would hide each other.

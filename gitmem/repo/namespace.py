@@ -134,7 +134,7 @@ class Namespace:
         if oid is not None and planned and planned[0][1].tree is None:
             # The files of the change are at hand: index them without diffing the whole tree.
             parent_id, change = planned[0]
-            indexed = self.index.apply(parent_id, str(oid), change.changes)
+            indexed = self.index.apply(parent_id, str(oid), change.changes, change.parsed)
         if not indexed:
             self.synced()
         return None if oid is None else str(oid)

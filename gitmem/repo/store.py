@@ -19,6 +19,7 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode, ObjectType, SortMode
 
+from ..concepts import Memory
 from ..errors import CommitNotFound, InvalidInput, MergeConflict, RefRaceLost, RevertConflict
 
 #: A commit object. Modules above the repository layer pass these around without importing pygit2.
@@ -45,6 +46,9 @@ class Change:
     body: str = ""
     extra_trailers: tuple[tuple[str, str], ...] = ()
     tree: pygit2.Oid | None = None  # a tree computed elsewhere (revert); overrides ``changes``
+    # The memories some of the files hold, as concepts.rendered() gave them: the index takes
+    # these instead of parsing the files again.
+    parsed: Mapping[str, Memory] = field(default_factory=dict)
 
     def message(self) -> str:
         """The full commit message: summary line, optional body, trailers."""
