@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import hmac
 import secrets
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -107,6 +108,24 @@ def back(default: str) -> BaseResponse:
     return redirect(default, code=303)
 
 
+def local_target(target: str | None, default: str) -> str:
+    """``target`` when it is a path on this site, else ``default``: where to send a browser next.
+
+    Browsers drop tabs and line breaks from URLs, trim spaces and read ``\\`` as ``/``, so
+    ``/<TAB>/evil.example`` or ``/\\evil.example`` would become ``//evil.example``, another site.
+    Only a plain path starting with a single ``/`` passes: no whitespace, no control or format
+    characters, no backslash, and neither scheme nor host once split as a URL.
+    """
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return default
+    if any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in target):
+        return default
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return default
+    return target
+
+
 def act(message: str, target: str, call: Any) -> BaseResponse:
     """Run a write for a form post; show what happened (or what went wrong) on ``target``."""
     try:
@@ -125,9 +144,7 @@ def act(message: str, target: str, call: Any) -> BaseResponse:
 
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> str | tuple[str, int] | BaseResponse:
-    target = request.values.get("next") or ""
-    if not target.startswith("/") or target.startswith("//"):
-        target = url_for("pages.index")
+    target = local_target(request.values.get("next"), url_for("pages.index"))
     if request.method == "POST":
         stored = keystore().verify(request.form.get("key", ""))
         if stored is None:
@@ -218,9 +235,7 @@ def memory_feedback(ns: str, memory_id: str) -> BaseResponse:
 @bp.post("/ns/<ns>/commits/<commit>/revert")
 def revert(ns: str, commit: str) -> BaseResponse:
     who = signed_in(ns, "reviewer")
-    target = request.form.get("back", "")
-    if not target.startswith("/") or target.startswith("//"):
-        target = url_for("pages.dashboard", ns=ns)
+    target = local_target(request.form.get("back"), url_for("pages.dashboard", ns=ns))
     return act(f"Reverted {commit[:10]}.", target, lambda: service().revert(ns, commit, actor=who.name))
 
 
