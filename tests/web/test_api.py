@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import httpx
 import pytest
 
 from gitmem.service import MemoryService
@@ -229,3 +230,25 @@ def test_deeply_nested_json_is_400(client: Client, keys: Keys) -> None:
     body = b"[" * 100_000 + b"]" * 100_000
     response = client.post(f"{API}/memories", data=body, headers=keys.auth("writer"))
     assert response.status_code == 400 and "deeply" in response.json["error"]["message"]
+
+
+HUGE_NUMBER = b'{"text": "x", "n": ' + b"9" * 4301 + b"}"
+
+
+def test_a_number_too_long_for_python_is_400(client: Client, keys: Keys, svc: MemoryService) -> None:
+    before = head(svc)
+    response = client.post(f"{API}/memories", data=HUGE_NUMBER,
+                           headers={**keys.auth("writer"), "Content-Type": "application/json"})
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.json["error"]["type"] == "InvalidInput"
+    assert "digits" in response.json["error"]["message"]
+    assert head(svc) == before
+
+
+def test_a_number_too_long_for_python_is_400_over_http(live_server: str, keys: Keys, svc: MemoryService) -> None:
+    before = head(svc)
+    response = httpx.post(f"{live_server}{API}/memories", content=HUGE_NUMBER,
+                          headers={**keys.auth("writer"), "Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert response.json()["error"]["status"] == 400
+    assert head(svc) == before
