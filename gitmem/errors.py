@@ -13,7 +13,7 @@
      │    ├── RevertConflict     the revert would not apply cleanly
      │    ├── RefRaceLost        compare-and-swap kept losing to other writers
      │    └── StaleReview        main changed the reviewed memories meanwhile
-     ├── MalformedConcept        a memory file that does not parse (names the file)  (HTTP 422)
+     ├── MalformedConcept        a memory file that does not parse, a path git refuses (HTTP 422)
      ├── PermissionDenied        the caller may not do this                          (HTTP 403)
      └── Unavailable             a backing service (LLM, broker) did not answer      (HTTP 503)
 
@@ -80,7 +80,7 @@ class StaleReview(Conflict):
 
 
 class MalformedConcept(GitmemError):
-    """A memory file in the repository does not parse."""
+    """A memory file in the repository does not parse, or a path in it is one git refuses."""
 
     exit_code = 5
     http_status = 422

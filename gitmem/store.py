@@ -19,12 +19,15 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode, ObjectType
 
-from .errors import CommitNotFound, InvalidInput, RefRaceLost, RevertConflict
+from .errors import CommitNotFound, InvalidInput, MalformedConcept, RefRaceLost, RevertConflict
 
 MAIN = "refs/heads/main"
 TRAILER_KEYS = ("Memory-Id", "Action", "Source", "Actor")
 _STALE_LOCK_SECONDS = 10.0
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+# Names libgit2 refuses in a tree or an index: '.git' in any case, or its 8.3 short name, when
+# followed only by dots and spaces, or by an NTFS stream (':...').
+_DOT_GIT = re.compile(r"^(?:\.git|git~1)[. ]*(?::.*)?$", re.IGNORECASE | re.DOTALL)
 
 # A file's new content, or None to delete it.
 Changes = Mapping[str, bytes | None]
@@ -91,6 +94,19 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
         if sep and re.match(r"^[A-Za-z][A-Za-z0-9-]*$", key):
             out.setdefault(key, []).append(value.strip())
     return out
+
+
+def refused_part(path: str) -> str | None:
+    """The first part of ``path`` that git refuses as a name in a tree, or None when it has none.
+
+    Such an entry (``..``, ``.git``, an empty name) can only come from a tree made by hand and
+    pushed; libgit2 will not put it in an index, so a revert that keeps it fails. The rule is
+    libgit2's: ``.``, ``..``, an empty name, and ``.git`` as matched by ``_DOT_GIT``.
+    """
+    for part in path.split("/"):
+        if part in ("", ".", "..") or _DOT_GIT.match(part):
+            return part
+    return None
 
 
 class Store:
@@ -351,7 +367,18 @@ class Store:
         mainline = 1 if len(target.parents) > 1 else 0
         if not target.parents:
             raise RevertConflict(f"{str(target.id)[:10]} is the first commit; there is nothing before it")
-        index = self.repo.revert_commit(target, onto, mainline)
+        try:
+            index = self.repo.revert_commit(target, onto, mainline)
+        except pygit2.GitError as exc:
+            refused = re.search(r"invalid path: '(.*)'", str(exc))
+            if refused is None:
+                raise
+            raise MalformedConcept(
+                refused.group(1),
+                f"git refuses the name {refused_part(refused.group(1))!r} (a tree made by hand?), so this "
+                "revert cannot run while it is on main; revert the commit that added it, or remove it "
+                "from main with git, then try again",
+            ) from exc
         if index.conflicts is not None:
             paths = sorted({(c[1] or c[2] or c[0]).path for c in index.conflicts if any(c)})
             raise RevertConflict(

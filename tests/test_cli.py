@@ -13,7 +13,7 @@ import pytest
 
 from gitmem.settings import Settings
 
-from .conftest import git
+from .conftest import git, push_refused_entry
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -177,3 +177,17 @@ def test_context_for_an_agents_clone(gitmem: Run, settings: Settings, tmp_path: 
     assert block.startswith("## Team memory (team-memory)")
     # Reading a clone records nothing in the namespace.
     assert json.loads(gitmem("status", "--json").stdout)["pending_uses"] == 0
+
+
+def test_a_tree_entry_git_refuses_is_a_clear_error(gitmem: Run, settings: Settings) -> None:
+    gitmem("remember", "Entries named .. are refused by git")
+    push_refused_entry(settings.repos_dir / "default.git")
+    gitmem("remember", "A later memory")
+    target = head(settings)
+    result = gitmem("revert", target, ok=False)
+    assert result.returncode == 5
+    assert result.stderr.startswith("error: ../escape.md: git refuses the name '..'")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert head(settings) == target
+    status = gitmem("status").stdout
+    assert "malformed: ../escape.md: git refuses the name '..'" in status

@@ -25,7 +25,7 @@ from gitmem.errors import (
 from gitmem.service import MemoryService, path_matches
 from gitmem.settings import Settings
 from gitmem.store import Change
-from tests.conftest import git
+from tests.conftest import git, push_refused_entry
 
 Fsck = Callable[[str], None]
 
@@ -788,3 +788,30 @@ def test_every_commit_is_linear_and_logged(svc: MemoryService, fsck: Fsck) -> No
     actions = [c.action for c in svc.log("default", limit=10)]
     assert actions == ["forget", "usage", "amend", "remember", "init"]
     fsck("default")
+
+
+def test_a_tree_entry_git_refuses_is_listed_and_revert_says_why(svc: MemoryService) -> None:
+    kept = svc.remember("default", "Revert needs a clean tree.").memory
+    assert kept is not None
+    push_refused_entry(repo(svc))
+    later = svc.amend("default", kept.id, text="Revert needs a tree git accepts.")
+    status = svc.status("default")
+    assert list(status["malformed"]) == ["../escape.md"]
+    assert "'..'" in status["malformed"]["../escape.md"]
+    before = head(svc)
+    with pytest.raises(MalformedConcept, match=r"^\.\./escape\.md: git refuses the name '\.\.'.*remove it"):
+        svc.revert("default", str(later.commit))
+    assert head(svc) == before
+
+    # A rebuilt index lists it too; once it is removed from main by hand, the listing goes.
+    shutil.rmtree(svc.settings.state_dir)
+    fresh = MemoryService(svc.settings)
+    assert list(fresh.status("default")["malformed"]) == ["../escape.md"]
+    clean = git(repo(svc), "mktree", input="".join(
+        line + "\n" for line in git(repo(svc), "ls-tree", "main").splitlines() if not line.endswith("\t..")))
+    fixed = git(repo(svc), "commit-tree", clean.strip(), "-p", "main", "-m", "remove ..").strip()
+    git(repo(svc), "update-ref", "refs/heads/main", fixed)
+    assert fresh.status("default")["malformed"] == {}
+    assert fresh.revert("default", str(later.commit)).outcome == "reverted"
+    assert fresh.show("default", kept.id).text == "Revert needs a clean tree."
+    fresh.close()

@@ -11,7 +11,7 @@ import pygit2
 import pytest
 
 from gitmem.errors import CommitNotFound, InvalidInput, RefRaceLost, RevertConflict
-from gitmem.store import MAIN, Change, Store, parse_trailers
+from gitmem.store import MAIN, Change, Store, parse_trailers, refused_part
 from tests.conftest import git
 
 
@@ -205,3 +205,16 @@ def test_revert_change_undoes_a_commit_or_refuses_on_conflict(store: Store) -> N
     first = list(store.log())[-1]
     with pytest.raises(RevertConflict, match="first commit"):
         store.revert_change(first, store.head())
+
+
+@pytest.mark.parametrize("name", ["..", ".", ".git", ".GIT", ".Git", "GIT~1", "git~1 ", ".git.", ".git  .",
+                                  ".git:x", ".git::$INDEX_ALLOCATION", "...", ". ", ".. ", "git~2", ".gi",
+                                  "x.git", ".git.md", ".gitmodules", "git~1x", " .git", "a\\b", "~"])
+def test_refused_part_follows_libgit2(store: Store, name: str) -> None:
+    blob = store.repo.create_blob(b"")
+    try:
+        store.repo.TreeBuilder().insert(name, blob, pygit2.enums.FileMode.BLOB)
+        libgit2_refuses = False
+    except pygit2.GitError:
+        libgit2_refuses = True
+    assert (refused_part(f"fact/{name}/x.md") == name) is libgit2_refuses

@@ -9,6 +9,7 @@ import pytest
 
 from gitmem.service import MemoryService
 
+from ..conftest import push_refused_entry
 from .conftest import Client, Keys
 
 API = "/api/v1/namespaces/default"
@@ -252,3 +253,16 @@ def test_a_number_too_long_for_python_is_400_over_http(live_server: str, keys: K
     assert response.status_code == 400
     assert response.json()["error"]["status"] == 400
     assert head(svc) == before
+
+
+def test_revert_with_a_tree_entry_git_refuses_is_422(client: Client, keys: Keys, svc: MemoryService) -> None:
+    svc.remember("default", "Entries named .. are refused by git")
+    push_refused_entry(svc.repo_path("default"))
+    target = str(svc.remember("default", "A later memory").commit)
+    response = client.post(f"{API}/commits/{target}/revert", headers=keys.auth("reviewer"))
+    assert response.status_code == 422
+    assert response.json["error"]["type"] == "MalformedConcept"
+    assert "../escape.md" in response.json["error"]["message"]
+    assert head(svc) == target
+    status = client.get(API, headers=keys.auth("reader")).json
+    assert list(status["malformed"]) == ["../escape.md"]
