@@ -191,3 +191,22 @@ def test_a_tree_entry_git_refuses_is_a_clear_error(gitmem: Run, settings: Settin
     assert head(settings) == target
     status = gitmem("status").stdout
     assert "malformed: ../escape.md: git refuses the name '..'" in status
+
+
+@pytest.mark.parametrize(("fmt", "where", "reason"), [
+    ("json", "file/x", "Not a directory"),
+    ("memory-md", "file/x", "Not a directory"),
+    ("json", "folder", "Is a directory"),
+    ("okf", "file/sub", "Not a directory"),
+    ("okf", "file", "not an empty folder"),
+])
+def test_an_export_that_cannot_be_written_is_one_line(gitmem: Run, tmp_path: Path, fmt: str, where: str,
+                                                     reason: str) -> None:
+    gitmem("remember", "Exports go where they are told")
+    (tmp_path / "file").write_text("a plain file\n")
+    (tmp_path / "folder").mkdir()
+    result = gitmem("export", "--format", fmt, "-o", str(tmp_path / where), ok=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and reason in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert (tmp_path / "file").read_text() == "a plain file\n"

@@ -8,7 +8,7 @@ import click
 
 from .. import concepts
 from ..concepts import Memory
-from ..errors import NamespaceNotFound
+from ..errors import InvalidInput, NamespaceNotFound
 from ..service import WriteResult
 from ..store import CommitInfo
 from .base import emit, json_option, main, namespace_option, ns_name, read_text_arg, service, settings
@@ -240,7 +240,10 @@ def export(fmt: str, output: Path | None, namespace: str | None) -> None:
     if fmt == "okf":
         click.echo(f"wrote {result}")
     elif output is not None:
-        output.write_text(result, encoding="utf-8")
+        try:
+            output.write_text(result, encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInput(f"cannot write {output}: {exc.strerror}; give a file you can create") from None
         click.echo(f"wrote {output}")
     else:
         click.echo(result, nl=False)
