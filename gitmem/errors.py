@@ -12,6 +12,7 @@
      ├── Conflict                                                                   (CLI exit 4, HTTP 409)
      │    ├── RevertConflict     the revert would not apply cleanly
      │    ├── RefRaceLost        compare-and-swap kept losing to other writers
+     │    │    └── RefLocked     git's lock file on the branch stays in the way (names it)
      │    └── StaleReview        main changed the reviewed memories meanwhile
      ├── MalformedConcept        a memory file that does not parse, a path git refuses (HTTP 422)
      ├── PermissionDenied        the caller may not do this                          (HTTP 403)
@@ -73,6 +74,10 @@ class RevertConflict(Conflict):
 
 class RefRaceLost(Conflict):
     """Other writers kept moving the branch; the change was not written."""
+
+
+class RefLocked(RefRaceLost):
+    """A lock file on the branch (``refs/heads/main.lock``) stays in the way of every write."""
 
 
 class StaleReview(Conflict):

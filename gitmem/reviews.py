@@ -32,6 +32,7 @@ from .errors import (
     CommitNotFound,
     Conflict,
     InvalidInput,
+    RefLocked,
     RefRaceLost,
     ReviewNotFound,
     StaleReview,
@@ -353,6 +354,8 @@ class Reviews:
                     raise StaleReview(f"review #{number} is stale: {reason}")
                 try:
                     store.move_ref(MAIN, tip.id, main_id, f"approve review #{number} by {actor}")
+                except RefLocked:
+                    raise  # move_ref waited already and names the lock file
                 except RefRaceLost:
                     continue  # someone wrote meanwhile: check again against the new main
                 break

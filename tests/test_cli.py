@@ -210,3 +210,18 @@ def test_an_export_that_cannot_be_written_is_one_line(gitmem: Run, tmp_path: Pat
     assert result.stderr.startswith("error: ") and reason in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert (tmp_path / "file").read_text() == "a plain file\n"
+
+
+def test_a_lock_file_in_the_way_is_named(gitmem: Run, settings: Settings) -> None:
+    gitmem("init")
+    before = head(settings)
+    lock = settings.repos_dir / "default.git" / "refs" / "heads" / "main.lock"
+    lock.write_text("0" * 40 + "\n")
+    result = gitmem("remember", "Blocked by a lock", ok=False)
+    assert result.returncode == 4
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert f"error: {lock} is in the way" in result.stderr and f"rm '{lock}'" in result.stderr
+    assert "kept moving" not in result.stderr
+    assert head(settings) == before
+    lock.unlink()
+    gitmem("remember", "Not blocked any more")
