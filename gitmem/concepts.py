@@ -45,6 +45,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _SLUG_DROP = re.compile(r"[^\w]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MAX_SLUG = 60
+# The most tags, and the most paths, a memory takes from a caller (also any other list of strings).
+MAX_LIST_ITEMS = 50
 
 # libyaml is ~10x faster than pure-Python PyYAML; the output is identical except for escapes,
 # where render() falls back to the pure-Python dumper.
@@ -216,8 +218,9 @@ def clean_source(value: Any) -> str:
     return value
 
 
-def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200) -> tuple[str, ...]:
-    """Validate a list of short strings (tags, paths), dropping blanks and repeats, keeping order."""
+def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200,
+               most: int = MAX_LIST_ITEMS) -> tuple[str, ...]:
+    """Validate a list of at most ``most`` short strings (tags, paths), dropping blanks and repeats."""
     if values is None:
         return ()
     if isinstance(values, str):
@@ -234,6 +237,8 @@ def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200) -> 
         if len(value) > limit:
             raise InvalidInput(f"{what} {value[:40]!r}... is over {limit} characters")
         if value not in out:
+            if len(out) == most:
+                raise InvalidInput(f"more than {most} {what}s; a memory takes at most {most}")
             out.append(value)
     return tuple(out)
 

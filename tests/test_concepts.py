@@ -165,6 +165,15 @@ def test_clean_list_drops_blanks_and_repeats_and_rejects_control_characters() ->
         concepts.clean_list(["toolong"], what="tag", limit=5)
 
 
+def test_clean_list_takes_at_most_max_list_items() -> None:
+    most = concepts.MAX_LIST_ITEMS
+    assert len(concepts.clean_list([f"t{i}" for i in range(most)], what="tag")) == most
+    # Repeats and blanks do not count.
+    assert len(concepts.clean_list([f"t{i % most}" for i in range(10_000)] + [""], what="tag")) == most
+    with pytest.raises(InvalidInput, match=f"^more than {most} tags; a memory takes at most {most}$"):
+        concepts.clean_list([f"t{i}" for i in range(10_000)], what="tag")
+
+
 # --- slugs ----------------------------------------------------------------------------------------
 
 

@@ -266,3 +266,19 @@ def test_revert_with_a_tree_entry_git_refuses_is_422(client: Client, keys: Keys,
     assert head(svc) == target
     status = client.get(API, headers=keys.auth("reader")).json
     assert list(status["malformed"]) == ["../escape.md"]
+
+
+@pytest.mark.parametrize("field", ["tags", "paths"])
+def test_ten_thousand_tags_or_paths_are_refused(client: Client, keys: Keys, svc: MemoryService,
+                                                remember: Callable[..., str], field: str) -> None:
+    mid = remember("A memory with a few tags", tags=["a"])
+    before = head(svc)
+    many = [f"item-{i}" for i in range(10_000)]
+    added = client.post(f"{API}/memories", headers=keys.auth("writer"), json={"text": "x", field: many})
+    amended = client.patch(f"{API}/memories/{mid}", headers=keys.auth("reviewer"), json={field: many})
+    for response in (added, amended):
+        assert response.status_code == 400
+        assert f"more than 50 {field}" in response.json["error"]["message"]
+    assert head(svc) == before
+    fifty = client.post(f"{API}/memories", headers=keys.auth("writer"), json={"text": "x", field: many[:50]})
+    assert fifty.status_code == 201 and len(fifty.json["memory"][field]) == 50
