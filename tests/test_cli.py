@@ -129,6 +129,9 @@ def test_status_and_exports(gitmem: Run, tmp_path: Path) -> None:
         (["revert", "deadbeef"], None, 3, "no commit deadbeef"),
         (["revert", "not-a-sha"], None, 2, "is not a commit id"),
         (["recall", "x", "--namespace", "Bad/Name"], None, 2, "invalid namespace"),
+        (["init", "--namespace", "x.git"], None, 2, "must not end in '.git'"),
+        (["remember", "x", "--namespace", "notes.git"], None, 2, "must not end in '.git'"),
+        (["key", "create", "--role", "reader", "--namespace", "x.git"], None, 2, "must not end in '.git'"),
         (["status", "--namespace", "nope"], None, 3, "does not exist"),
     ],
 )

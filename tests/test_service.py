@@ -815,3 +815,15 @@ def test_a_tree_entry_git_refuses_is_listed_and_revert_says_why(svc: MemoryServi
     assert fresh.revert("default", str(later.commit)).outcome == "reverted"
     assert fresh.show("default", kept.id).text == "Revert needs a clean tree."
     fresh.close()
+
+
+@pytest.mark.parametrize("name", ["x.git", "team.git", ".git"])
+def test_a_namespace_name_may_not_end_in_dot_git(settings: Settings, name: str) -> None:
+    # Its repository would be x.git.git, reachable over HTTP only as /git/x.git.git.
+    svc = MemoryService(settings)
+    with pytest.raises(InvalidInput, match="invalid namespace"):
+        svc.init(name)
+    assert svc.namespaces() == []
+    assert not settings.repos_dir.exists() or not any(settings.repos_dir.iterdir())
+    assert svc.init("x.gitx").name == "x.gitx"
+    svc.close()

@@ -282,3 +282,11 @@ def test_ten_thousand_tags_or_paths_are_refused(client: Client, keys: Keys, svc:
     assert head(svc) == before
     fifty = client.post(f"{API}/memories", headers=keys.auth("writer"), json={"text": "x", field: many[:50]})
     assert fifty.status_code == 201 and len(fifty.json["memory"][field]) == 50
+
+
+def test_a_namespace_named_x_dot_git_is_refused(client: Client, svc: MemoryService) -> None:
+    key = KeyStoreFor(svc).admin_everywhere()
+    response = client.post("/api/v1/namespaces", headers={"Authorization": f"Bearer {key}"}, json={"name": "x.git"})
+    assert response.status_code == 400
+    assert "must not end in '.git'" in response.json["error"]["message"]
+    assert svc.namespaces() == ["default"]
