@@ -115,7 +115,7 @@ def key_revoke(key_id: str, as_json: bool) -> None:
 @json_option
 def key_list(namespace: str | None, as_json: bool) -> None:
     """List keys (ids, names, namespaces and roles; never the keys themselves)."""
-    found = KeyStore(settings().home).list(namespace)
+    found = KeyStore(settings().home).list(None if namespace is None else ns_name(namespace))
 
     def human() -> None:
         for k in found:

@@ -186,3 +186,11 @@ def test_a_number_too_long_for_python_is_400(hclient: Client, hsvc: MemoryServic
         assert response.status_code == 400, response.get_data(as_text=True)
         assert "digits" in response.json["error"]["message"]
     assert hsvc.status("default")["head"] == before
+
+
+def test_an_empty_namespace_is_refused_not_taken_for_the_default(hclient: Client, hsvc: MemoryService, mid: str,
+                                                                 writer: dict[str, str]) -> None:
+    before = hsvc.status("default")["head"]
+    response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "confirm", "namespace": ""})
+    assert response.status_code == 400 and "invalid namespace ''" in response.json["error"]["message"]
+    assert hsvc.status("default")["head"] == before
