@@ -232,3 +232,10 @@ def test_a_lock_file_in_the_way_is_named(gitmem: Run, settings: Settings) -> Non
     assert head(settings) == before
     lock.unlink()
     gitmem("remember", "Not blocked any more")
+
+
+def test_a_threshold_outside_0_to_1_is_one_line(settings: Settings) -> None:
+    env = {**os.environ, "GITMEM_HOME": str(settings.home), "GITMEM_HIGH_SIMILARITY": "2"}
+    done = subprocess.run([sys.executable, "-m", "gitmem", "status"], env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr == "error: GITMEM_HIGH_SIMILARITY must be a number from 0 to 1, not 2.0\n"
