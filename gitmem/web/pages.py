@@ -2,7 +2,8 @@
 
 Every page works without JavaScript. Sign-in puts a key's id in the (signed) session cookie;
 every form post carries a per-session CSRF token and must come from this site's own origin.
-Memory text is rendered as Markdown with raw HTML disabled, so a memory cannot run script here.
+Memory text is rendered as Markdown with raw HTML disabled, so a memory cannot run script here,
+and with images shown as links, so a page never loads what a memory points at.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import difflib
 import hmac
 import secrets
 import unicodedata
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +30,10 @@ from flask import (
     url_for,
 )
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -41,8 +47,25 @@ bp = Blueprint("pages", __name__, static_folder=None)
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 
 
+def _image_as_link(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                   env: EnvType) -> str:
+    """An image as a link to it (inside a link, its text alone): a page never loads what a memory
+    points at, such as a third-party tracking pixel."""
+    token = tokens[idx]
+    text = escapeHtml(self.renderInlineAsText(token.children or [], options, env))
+    depth = sum({"link_open": 1, "link_close": -1}.get(t.type, 0) for t in tokens[:idx])
+    if depth > 0:
+        return text
+    src = escapeHtml(str(token.attrGet("src") or ""))
+    return f'<a href="{src}" class="image">{text or src}</a>'
+
+
+_markdown.add_render_rule("image", _image_as_link)
+
+
 def markdown(text: str) -> Markup:
-    """Memory text as HTML; raw HTML in the text is shown as text, never passed through."""
+    """Memory text as HTML; raw HTML in the text is shown as text, never passed through; images
+    are shown as links."""
     return Markup(_markdown.render(text))  # noqa: S704 - html=False escapes every tag
 
 

@@ -274,3 +274,18 @@ def test_revert_form_never_redirects_to_another_site(client: Client, keys: Keys,
     assert response.status_code == 303
     assert response.headers["Location"] == "/ns/default/"
     assert svc.log("default", limit=1)[0].action == "revert"
+
+
+def test_images_in_memories_are_links_and_never_load(client: Client, keys: Keys, svc: MemoryService,
+                                                     remember: Callable[..., str]) -> None:
+    mid = remember("Our dashboard ![tracking pixel](https://evil.example/p.gif) and "
+                   "[![build badge](https://ci.example/badge.svg)](https://ci.example/) and ![](//evil.example/x.png)",
+                   title="Dashboard")
+    svc.feedback("default", mid, "discuss", actor="sam", text="Also ![pixel](http://evil.example/c.gif)")
+    signed_in(client, keys.reader)
+    page = client.get(f"/ns/default/memories/{mid}").get_data(as_text=True)
+    assert "<img" not in page
+    assert '<a href="https://evil.example/p.gif" class="image">tracking pixel</a>' in page
+    assert '<a href="https://ci.example/">build badge</a>' in page
+    assert '<a href="//evil.example/x.png" class="image">//evil.example/x.png</a>' in page
+    assert '<a href="http://evil.example/c.gif" class="image">pixel</a>' in page
