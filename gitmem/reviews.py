@@ -19,6 +19,7 @@ import builtins
 import difflib
 import json
 import logging
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -472,10 +473,14 @@ class Reviews:
 def _number(number: Any) -> int:
     if isinstance(number, bool) or not isinstance(number, int | str):
         raise InvalidInput(f"{number!r} is not a review number")
-    try:
-        value = int(str(number).lstrip("#"))
-    except ValueError as exc:
-        raise InvalidInput(f"{number!r} is not a review number") from exc
+    if isinstance(number, str):
+        text = number.strip().lstrip("#")
+        # ASCII digits only: int() also takes other scripts' digits ("٣" is 3), signs and "1_0".
+        if not re.fullmatch(r"[0-9]+", text):
+            raise InvalidInput(f"{number!r} is not a review number")
+        value = int(text)
+    else:
+        value = number
     if value < 1:
         raise InvalidInput(f"{number!r} is not a review number (they start at 1)")
     return value

@@ -239,3 +239,10 @@ def test_a_threshold_outside_0_to_1_is_one_line(settings: Settings) -> None:
     done = subprocess.run([sys.executable, "-m", "gitmem", "status"], env=env, capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr == "error: GITMEM_HIGH_SIMILARITY must be a number from 0 to 1, not 2.0\n"
+
+
+def test_a_review_number_in_other_digits_is_refused(gitmem: Run) -> None:
+    gitmem("init")
+    result = gitmem("review", "show", "\u0663", ok=False)
+    assert result.returncode == 2 and "is not a review number" in result.stderr
+    assert gitmem("review", "show", "3", ok=False).returncode == 3  # ASCII digits: a number, not found

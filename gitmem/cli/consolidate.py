@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import re
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -12,6 +13,13 @@ from .base import emit, json_option, main, namespace_option, ns_name, service, s
 if TYPE_CHECKING:  # imported in the commands: consolidation pulls in the LLM client, slow to load
     from ..consolidate import RunResult
     from ..reviews import Review
+
+
+def _review_number(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """A review number in ASCII digits, ``12`` or ``#12`` (click's int would take ``٣`` as 3)."""
+    if not re.fullmatch(r"#?[0-9]{1,9}", value.strip()):
+        raise click.BadParameter(f"{value!r} is not a review number (see `gitmem review list`)", ctx, param)
+    return int(value.strip().lstrip("#"))
 
 
 def _actor_option(func: Any) -> Any:
@@ -112,7 +120,7 @@ def review_list(status: str | None, namespace: str | None, as_json: bool) -> Non
 
 
 @review.command(name="show")
-@click.argument("number", type=int)
+@click.argument("number", callback=_review_number)
 @namespace_option
 @json_option
 def review_show(number: int, namespace: str | None, as_json: bool) -> None:
@@ -141,7 +149,7 @@ def review_show(number: int, namespace: str | None, as_json: bool) -> None:
 
 
 @review.command(name="approve")
-@click.argument("number", type=int)
+@click.argument("number", callback=_review_number)
 @click.option("--commit", "commits", multiple=True, metavar="SHA",
               help="Approve only this commit of the review (repeat for more).")
 @_actor_option
@@ -157,7 +165,7 @@ def review_approve(number: int, commits: tuple[str, ...], actor: str | None, nam
 
 
 @review.command(name="reject")
-@click.argument("number", type=int)
+@click.argument("number", callback=_review_number)
 @click.option("--reason", default="", help="Why (added to the thread).")
 @_actor_option
 @namespace_option
@@ -169,7 +177,7 @@ def review_reject(number: int, reason: str, actor: str | None, namespace: str | 
 
 
 @review.command(name="comment")
-@click.argument("number", type=int)
+@click.argument("number", callback=_review_number)
 @click.argument("text")
 @_actor_option
 @namespace_option

@@ -289,3 +289,14 @@ def test_images_in_memories_are_links_and_never_load(client: Client, keys: Keys,
     assert '<a href="https://ci.example/">build badge</a>' in page
     assert '<a href="//evil.example/x.png" class="image">//evil.example/x.png</a>' in page
     assert '<a href="http://evil.example/c.gif" class="image">pixel</a>' in page
+
+
+def test_a_review_page_in_other_digits_is_refused(client: Client, keys: Keys, svc: MemoryService,
+                                                  remember: Callable[..., str]) -> None:
+    for n in range(3):
+        mid = remember(f"Release train {n}")
+        svc.feedback("default", mid, "amend", actor="sam", text=f"Release train {n}, weekly")
+    signed_in(client, keys.reader)
+    assert client.get("/ns/default/reviews/3").status_code == 200
+    page = client.get("/ns/default/reviews/\u0663")  # Arabic-Indic three
+    assert page.status_code == 400 and "is not a review number" in page.get_data(as_text=True)
