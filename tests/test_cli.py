@@ -68,6 +68,39 @@ def test_remember_reads_standard_input_and_chinese(gitmem: Run) -> None:
     assert hits[0]["memory"]["text"] == "PPT 正文字号用 18pt"
 
 
+NOTE = """---
+title: Deploy checklist
+type: method
+tags: [release, ops]
+paths: [deploy.sh]
+---
+# Deploy checklist
+
+1. Tag the release.
+2. Run deploy.sh.
+"""
+
+
+def test_remember_a_note_with_frontmatter(gitmem: Run, settings: Settings, fsck: Callable[[str], None]) -> None:
+    out = json.loads(gitmem("remember", "-", "--json", input=NOTE.encode()).stdout)["memory"]
+    assert out["path"] == "method/deploy-checklist.md"
+    assert (out["title"], out["type"], out["tags"], out["paths"]) == (
+        "Deploy checklist", "method", ["release", "ops"], ["deploy.sh"])
+    assert out["text"] == "# Deploy checklist\n\n1. Tag the release.\n2. Run deploy.sh."
+    # Options on the command line win over the note's frontmatter.
+    other = NOTE.replace("Deploy checklist", "Rollback checklist")
+    out = json.loads(gitmem("remember", "-", "--json", "--type", "decision", "--tag", "urgent",
+                            input=other.encode()).stdout)["memory"]
+    assert (out["path"], out["tags"]) == ("decision/rollback-checklist.md", ["urgent"])
+    fsck("default")
+
+
+def test_remember_a_note_with_a_heading(gitmem: Run) -> None:
+    out = json.loads(gitmem("remember", "-", "--json", input=b"# Release train\n\nEvery Tuesday.\n").stdout)
+    assert out["memory"]["title"] == "Release train"
+    assert out["memory"]["path"] == "fact/release-train.md"
+
+
 def test_amend_log_revert_restore(gitmem: Run, settings: Settings, fsck: Callable[[str], None]) -> None:
     memory_id = json.loads(gitmem("remember", "Reports use MySQL", "--json").stdout)["memory"]["id"]
     gitmem("amend", memory_id, "Reports use the SaaS MySQL, not local files")

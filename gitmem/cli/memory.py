@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from .. import concepts
 from ..concepts import Memory
@@ -62,13 +63,22 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     """Remember TEXT ('-' reads it from standard input) through the write gate.
 
     Identical text reinforces the existing memory; very similar text from an agent is merged into
-    it; anything else is added. Creates the namespace if needed.
+    it; anything else is added. Creates the namespace if needed. A note that starts with YAML
+    frontmatter gives its title, type, tags and paths (options win); a leading '# Heading'
+    titles it.
 
     \b
     Example: gitmem remember "We use pnpm, not npm" --type convention --path package.json
     """
     name = ns_name(namespace)
-    body = read_text_arg(text)
+    # A note with YAML frontmatter (a file from `gitmem show` or a notes app) brings its title,
+    # type, tags and paths; options given on the command line win.
+    body, note = concepts.read_note(read_text_arg(text))
+    if click.get_current_context().get_parameter_source("memory_type") == ParameterSource.DEFAULT:
+        memory_type = note.get("type", memory_type)
+    title = title or note.get("title")
+    tags = tags or note.get("tags", ())
+    paths = paths or note.get("paths", ())
     if settings().broker_url:
         # With workers on a shared broker, memories remembered here trigger consolidation too.
         from ..tasks import install_trigger
