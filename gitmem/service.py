@@ -449,6 +449,10 @@ class MemoryService:
                 return MalformedConcept(path, reason)
         return MemoryNotFound(f"no memory {memory_id} in namespace {ns.name!r}")
 
+    def _title_from(self, text: str) -> str:
+        """A title derived from the text, within ``settings.max_title_chars``."""
+        return concepts.title_from(text, limit=min(80, self.settings.max_title_chars))
+
     def _free_path(self, ns: Namespace, head: pygit2.Commit, memory_type: str, title: str, memory_id: str) -> str:
         slug = concepts.slugify(title)
         path = concepts.file_path(memory_type, slug)
@@ -501,7 +505,7 @@ class MemoryService:
         text = concepts.clean_text(text, limit=limit)
         memory_type = concepts.clean_type(type)
         source = concepts.clean_source(source)
-        title = concepts.clean_title(title, limit=self.settings.max_title_chars) if title else concepts.title_from(text)
+        title = concepts.clean_title(title, limit=self.settings.max_title_chars) if title else self._title_from(text)
         tags = concepts.clean_list(tags, what="tag", limit=80)
         paths = concepts.clean_list(paths, what="path", limit=400)
         related = concepts.clean_list(related, what="related id", limit=40)
@@ -618,8 +622,8 @@ class MemoryService:
             if new_text is not None and new_text != old.text:
                 changes["text"] = new_text
                 changes["description"] = concepts.description_from(new_text)
-                if new_title is None and old.title == concepts.title_from(old.text):
-                    changes["title"] = concepts.title_from(new_text)
+                if new_title is None and old.title == self._title_from(old.text):
+                    changes["title"] = self._title_from(new_text)
             if new_title is not None and new_title != old.title:
                 changes["title"] = new_title
             if new_type is not None and new_type != old.type:

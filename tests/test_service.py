@@ -827,3 +827,15 @@ def test_a_namespace_name_may_not_end_in_dot_git(settings: Settings, name: str) 
     assert not settings.repos_dir.exists() or not any(settings.repos_dir.iterdir())
     assert svc.init("x.gitx").name == "x.gitx"
     svc.close()
+
+
+def test_a_derived_title_keeps_to_max_title_chars(settings: Settings) -> None:
+    svc = MemoryService(settings.with_(max_title_chars=20))
+    svc.init("default")
+    first = "Always run the whole test suite before a release, not only the fast part"
+    memory = svc.remember("default", first).memory
+    assert memory is not None and memory.title == "Always run the whol…"
+    # An amended text re-derives the title, within the limit too.
+    amended = svc.amend("default", memory.id, text="Run the slow tests nightly and the fast ones on every push").memory
+    assert amended is not None and amended.title == "Run the slow tests…"
+    svc.close()
