@@ -402,7 +402,9 @@ class Store:
         """Tree of ``onto`` with ``target`` undone; raises :class:`RevertConflict` if it clashes."""
         mainline = 1 if len(target.parents) > 1 else 0
         if not target.parents:
-            raise RevertConflict(f"{str(target.id)[:10]} is the first commit; there is nothing before it")
+            # Not a clash with later changes: there is nothing to go back to, so the input is wrong.
+            raise InvalidInput(f"{str(target.id)[:10]} is the first commit; there is nothing before it "
+                               "to go back to")
         try:
             index = self.repo.revert_commit(target, onto, mainline)
         except pygit2.GitError as exc:

@@ -161,6 +161,7 @@ def test_status_and_exports(gitmem: Run, tmp_path: Path) -> None:
         (["show", "../../etc"], None, 2, "is not a memory id"),
         (["revert", "deadbeef"], None, 3, "no commit deadbeef"),
         (["revert", "not-a-sha"], None, 2, "is not a commit id"),
+        (["revert", "FIRST"], None, 2, "is the first commit"),
         (["recall", "x", "--namespace", "Bad/Name"], None, 2, "invalid namespace"),
         (["init", "--namespace", "x.git"], None, 2, "must not end in '.git'"),
         (["remember", "x", "--namespace", ""], None, 2, "--namespace is empty"),
@@ -177,7 +178,8 @@ def test_bad_input_is_one_line_and_changes_nothing(
 ) -> None:
     gitmem("init")
     before = head(settings)
-    result = gitmem(*args, input=stdin, ok=False)
+    first = git(settings.repos_dir / "default.git", "rev-list", "--max-parents=0", "main").strip()
+    result = gitmem(*[first if arg == "FIRST" else arg for arg in args], input=stdin, ok=False)
     assert result.returncode == code
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
