@@ -230,3 +230,11 @@ def test_enqueueing_an_unknown_namespace_is_a_clear_error(settings: Settings) ->
         tasks.enqueue_consolidation(settings, "nope")
     with pytest.raises(InvalidInput):
         tasks.enqueue_consolidation(settings, "../etc")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="Celery warns only of a worker run as root")
+def test_a_root_worker_is_not_warned_about_pickle_it_never_takes(settings: Settings, tmp_path: Path) -> None:
+    log = tmp_path / "worker.log"
+    with worker(settings, log):
+        wait_for(lambda: "ready." in log.read_text(errors="replace"), "the worker starting", log)
+    assert "superuser privileges" not in log.read_text(errors="replace")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import re
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -197,9 +198,17 @@ def review_comment(number: int, text: str, actor: str | None, namespace: str | N
 @click.option("--hostname", default=None, help="Worker node name (default: celery@<host>).")
 def worker(beat: bool, concurrency: int, loglevel: str, hostname: str | None) -> None:
     """Run a Celery worker for consolidation (embedded broker unless GITMEM_BROKER_URL is set)."""
+    from celery.exceptions import SecurityWarning
+
     from ..tasks import create_celery, worker_argv
 
     config = settings()
     app = create_celery(config)
+    if not {"pickle", "application/x-python-serialize"} & set(app.conf.accept_content):
+        # Celery warns of a worker run as root because a worker that takes pickle runs whatever it
+        # is sent. gitmem's take JSON only (and Celery refuses pickle to root outright), so the
+        # warning does not apply: in a container the worker is root as the web server is.
+        warnings.filterwarnings("ignore", message="You're running the worker with superuser privileges",
+                                category=SecurityWarning)
     app.worker_main(worker_argv(config, beat=beat, concurrency=concurrency, loglevel=loglevel,
                                 hostname=hostname))
