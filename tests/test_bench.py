@@ -41,3 +41,20 @@ def test_bench_consolidate_runs_on_fewer_than_5000_statements(data: Path, capsys
     assert figures["real_statements"] == 200
     assert figures["sample_5000"]["statements"] == 600 and figures["sample_5000"]["same_as_all_pairs"]
     assert figures["large"]["statements"] == 600 and figures["real"]["same_as_all_pairs"]
+
+
+@pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate"])
+def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nowhere.jsonl"
+    with pytest.raises(SystemExit) as exited:
+        script(name).main(["--data", str(missing)])
+    assert exited.value.code == 2
+    assert f"{missing} not found; pass --data PATH" in capsys.readouterr().err
+
+
+def test_bench_api_writes_statements_of_the_data_set(data: Path) -> None:
+    bench = script("bench_api")
+    texts = bench.load_statements(data)
+    made = bench.statements(texts, 250, "api")
+    assert len(set(made)) == 250
+    assert made[0] == f"{texts[0]} [api 0]" and made[200] == f"{texts[0]} [api 200]"
