@@ -1,5 +1,8 @@
 """Benchmark the web front door against the core it wraps, in one run.
 
+The statements written are the real ones of ``../shared/data/cursorrules.jsonl`` (``--data``),
+each marked to make it distinct; the run stops at once if the file is missing.
+
 Writes: N distinct memories are remembered
 
 * by ``MemoryService.remember`` called directly in one process (the baseline: the core's rate),
@@ -53,24 +56,17 @@ from gitmem.service import MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
-WORDS = ("cache", "schema", "deploy", "retry", "index", "queue", "token", "branch", "review", "lint",
-         "fixture", "module", "config", "worker", "router", "session", "build", "release", "metric")
 
 
-def statements(count: int, salt: str) -> list[str]:
-    """``count`` distinct statements: the shared data set where present, else generated ones."""
-    base: list[str] = []
-    if DATA.is_file():
-        with DATA.open(encoding="utf-8") as handle:
-            base = [json.loads(line)["text"] for line in handle if line.strip()]
-    out = []
-    for i in range(count):
-        if base:
-            text = base[i % len(base)]
-        else:
-            text = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 5, 7, 11)) + " handling"
-        out.append(f"{text} [{salt} {i}]")
-    return out
+def load_statements(path: Path) -> list[str]:
+    """The statements of the data set, in file order."""
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line)["text"] for line in handle if line.strip()]
+
+
+def statements(texts: list[str], count: int, salt: str) -> list[str]:
+    """``count`` distinct statements made from the data set's, each marked with ``salt``."""
+    return [f"{texts[i % len(texts)]} [{salt} {i}]" for i in range(count)]
 
 
 def free_port() -> int:
@@ -178,7 +174,7 @@ def bench_api(home: Path, texts: list[str], clients: int, workers: int, threads:
             "fsck_clean": fsck.returncode == 0}
 
 
-def build_repository(home: Path, count: int) -> float:
+def build_repository(home: Path, texts: list[str], count: int) -> float:
     """A namespace of ``count`` memories, one commit each (written through the store)."""
     settings = Settings(home=home)
     MemoryService(settings).init("default")
@@ -188,7 +184,7 @@ def build_repository(home: Path, count: int) -> float:
     head = ns.store.head()
     old = str(head.id)
     tip = head
-    for i, text in enumerate(statements(count, "clone")):
+    for i, text in enumerate(statements(texts, count, "clone")):
         title = concepts.title_from(text)
         memory_type = concepts.TYPES[i % len(concepts.TYPES)]
         memory_id = f"{i:010x}"
@@ -215,8 +211,9 @@ def timed_clone(args: list[str], dest: Path) -> float:
     return took
 
 
-def bench_clone(home: Path, count: int, rounds: int, workers: int, threads: int) -> dict[str, Any]:
-    built = build_repository(home, count)
+def bench_clone(home: Path, texts: list[str], count: int, rounds: int, workers: int,
+                threads: int) -> dict[str, Any]:
+    built = build_repository(home, texts, count)
     repo = home / "repos" / "default.git"
     key = KeyStore(home).create("default", "reader", name="cloner")[0]
     dest = home.parent / "clone"
@@ -237,7 +234,7 @@ def bench_clone(home: Path, count: int, rounds: int, workers: int, threads: int)
             "http_bare_s": statistics.median(http_bare)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--writes", type=int, default=1600, help="memories written by each contender")
     parser.add_argument("--clients", type=int, default=16)
@@ -245,16 +242,23 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="threads per gunicorn worker")
     parser.add_argument("--clone-memories", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3, help="clones per method (median reported)")
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "api.json")
-    args = parser.parse_args()
+    parser.add_argument("--data", type=Path, default=DATA, help="the cursorrules.jsonl data set")
+    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "results" / "api.json",
+                        help="where to write the JSON results")
+    args = parser.parse_args(argv)
+    if not args.data.is_file():
+        parser.error(f"{args.data} not found; pass --data PATH to cursorrules.jsonl")
+    texts = load_statements(args.data)
+    if not texts:
+        parser.error(f"{args.data} holds no statements")
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="gitmem-bench-api-") as tmp:
         base = Path(tmp)
-        direct = bench_direct(base / "direct", statements(args.writes, "direct"))
-        api = bench_api(base / "api", statements(args.writes, "api"), args.clients, args.workers,
+        direct = bench_direct(base / "direct", statements(texts, args.writes, "direct"))
+        api = bench_api(base / "api", statements(texts, args.writes, "api"), args.clients, args.workers,
                         args.threads)
-        clone = bench_clone(base / "clone-home", args.clone_memories, args.rounds, args.workers,
+        clone = bench_clone(base / "clone-home", texts, args.clone_memories, args.rounds, args.workers,
                             args.threads)
 
     result: dict[str, Any] = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "machine": platform.platform(),

@@ -349,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="write cProfile stats of gitmem's writes to PROFILE.<size>.prof")
     parser.add_argument("--seed", type=int, default=2)
     args = parser.parse_args(argv)
+    if not args.data.is_file():
+        parser.error(f"{args.data} not found; pass --data PATH to cursorrules.jsonl")
 
     texts = load_statements(args.data)
     results: dict[str, Any] = {

@@ -45,6 +45,10 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _SLUG_DROP = re.compile(r"[^\w]+")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _MAX_SLUG = 60
+_FRONTMATTER = re.compile(r"^---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)(.*)$", re.DOTALL)
+_HEADING = re.compile(r"^#{1,6}(?:[ \t]+(.*?))??(?:[ \t]+#+)?[ \t]*$")
+# The most tags, and the most paths, a memory takes from a caller (also any other list of strings).
+MAX_LIST_ITEMS = 50
 # Characters YAML reads as line breaks (and so folds inside a quoted value) besides \n itself.
 _YAML_BREAKS = re.compile("[\r\x85\u2028\u2029]")
 
@@ -225,8 +229,9 @@ def clean_source(value: Any) -> str:
     return value
 
 
-def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200) -> tuple[str, ...]:
-    """Validate a list of short strings (tags, paths), dropping blanks and repeats, keeping order."""
+def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200,
+               most: int = MAX_LIST_ITEMS) -> tuple[str, ...]:
+    """Validate a list of at most ``most`` short strings (tags, paths), dropping blanks and repeats."""
     if values is None:
         return ()
     if isinstance(values, str):
@@ -243,17 +248,69 @@ def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200) -> 
         if len(value) > limit:
             raise InvalidInput(f"{what} {value[:40]!r}... is over {limit} characters")
         if value not in out:
+            if len(out) == most:
+                raise InvalidInput(f"more than {most} {what}s; a memory takes at most {most}")
             out.append(value)
     return tuple(out)
 
 
 def title_from(text: str, limit: int = 80) -> str:
-    """A title made from the first line of the text."""
-    first = text.strip().splitlines()[0].strip()
-    first = _CONTROL.sub(" ", first)
+    """A title made from the first line of the text, below any YAML frontmatter, without '#' marks."""
+    meta, body = _frontmatter(text)
+    lines = (body if meta is not None and body.strip() else text).strip().splitlines()
+    first = lines[0].strip() if lines else ""
+    # A Markdown heading, "# Title" (or "## Title ##"), is titled by its words.
+    heading = _HEADING.match(first)
+    words = (heading.group(1) or "").strip() if heading else ""
+    first = _CONTROL.sub(" ", words or first)
     if len(first) > limit:
         first = first[: limit - 1].rstrip() + "…"
     return first
+
+
+def read_note(text: str) -> tuple[str, dict[str, Any]]:
+    """Split a note into its text and what its YAML frontmatter says of title, type, tags and paths.
+
+    A note without frontmatter (or whose first ``---`` block is not a mapping: a rule, say) is
+    all text. Other frontmatter fields are left out; the values are checked when they are used.
+    """
+    try:
+        meta, body = _frontmatter(text, strict=True)
+    except yaml.YAMLError as exc:
+        raise InvalidInput(f"the note's frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    if meta is None:
+        return text, {}
+    found: dict[str, Any] = {}
+    for key in ("title", "type"):
+        if meta.get(key) is not None:
+            found[key] = str(meta[key])
+    for key in ("tags", "paths"):
+        try:
+            values = _strings(meta, key)
+        except ValueError as exc:
+            raise InvalidInput(f"the note's frontmatter: {exc}") from exc
+        if values:
+            found[key] = values
+    return body, found
+
+
+def _frontmatter(text: str, *, strict: bool = False) -> tuple[dict[str, Any] | None, str]:
+    """A leading YAML mapping between '---' lines and the text below it; (None, text) without one.
+
+    Invalid YAML counts as no frontmatter, unless ``strict`` (then it raises ``yaml.YAMLError``).
+    """
+    match = _FRONTMATTER.match(text.lstrip("\ufeff"))
+    if not match:
+        return None, text
+    try:
+        meta = yaml.load(match.group(1), Loader=_Loader)
+    except yaml.YAMLError:
+        if strict:
+            raise
+        return None, text
+    if not isinstance(meta, dict):
+        return None, text
+    return meta, match.group(2)
 
 
 def description_from(text: str, limit: int = 160) -> str:
@@ -337,7 +394,7 @@ def parse(data: bytes, path: str) -> Memory:
         raise MalformedConcept(path, f"not valid UTF-8 (byte {exc.start})") from exc
     if text.startswith("\ufeff"):
         text = text[1:]
-    match = re.match(r"^---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)(.*)$", text, re.DOTALL)
+    match = _FRONTMATTER.match(text)
     if not match:
         raise MalformedConcept(path, "no YAML frontmatter between '---' lines at the top")
     try:

@@ -12,9 +12,10 @@
      ├── Conflict                                                                   (CLI exit 4, HTTP 409)
      │    ├── RevertConflict     the revert would not apply cleanly
      │    ├── RefRaceLost        compare-and-swap kept losing to other writers
+     │    │    └── RefLocked     git's lock file on the branch stays in the way (names it)
      │    ├── MergeConflict      a reviewed commit no longer applies to main
      │    └── StaleReview        main changed the reviewed memories meanwhile
-     ├── MalformedConcept        a memory file that does not parse (names the file)  (HTTP 422)
+     ├── MalformedConcept        a memory file that does not parse, a path git refuses (HTTP 422)
      ├── PermissionDenied        the caller may not do this                          (HTTP 403)
      └── Unavailable             a backing service (LLM, broker) did not answer      (HTTP 503)
 
@@ -83,6 +84,8 @@ class MergeConflict(Conflict):
         super().__init__(f"commit {commit[:10]} no longer applies to main: it conflicts in {', '.join(paths)}")
         self.commit = commit
         self.paths = paths
+class RefLocked(RefRaceLost):
+    """A lock file on the branch (``refs/heads/main.lock``) stays in the way of every write."""
 
 
 class StaleReview(Conflict):
@@ -90,7 +93,7 @@ class StaleReview(Conflict):
 
 
 class MalformedConcept(GitmemError):
-    """A memory file in the repository does not parse."""
+    """A memory file in the repository does not parse, or a path in it is one git refuses."""
 
     exit_code = 5
     http_status = 422

@@ -34,17 +34,21 @@ def export(namespaces: Namespaces, namespace: str, fmt: str, dest: Path | None =
         if fmt == "okf":
             if dest is None:
                 raise InvalidInput("okf export needs a destination folder")
-            if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-                raise InvalidInput(f"{dest} is not an empty folder; give a new or empty folder")
-            for path, data in ns.store.files(head):
-                if is_memory_path(path):
-                    target = dest / path
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(data)
             index_md = render_template("export/okf-index.md.j2", namespace=namespace, memories=memories,
                                        types=concepts.TYPES, generated=concepts.iso(at))
-            dest.mkdir(parents=True, exist_ok=True)
-            (dest / "index.md").write_text(index_md, encoding="utf-8")
+            try:
+                if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+                    raise InvalidInput(f"{dest} is not an empty folder; give a new or empty folder")
+                for path, data in ns.store.files(head):
+                    if is_memory_path(path):
+                        target = dest / path
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(data)
+                dest.mkdir(parents=True, exist_ok=True)
+                (dest / "index.md").write_text(index_md, encoding="utf-8")
+            except OSError as exc:
+                raise InvalidInput(f"cannot write the export to {exc.filename or dest}: {exc.strerror}; "
+                                   "give a new or empty folder you can write to") from None
             return str(dest)
     raise InvalidInput(f"unknown export format {fmt!r}; use memory-md, json or okf")
 

@@ -53,6 +53,10 @@ class Memories:
 
     # --- reading -------------------------------------------------------------------------------
 
+    def title_from(self, text: str) -> str:
+        """A title derived from the text, within ``settings.max_title_chars``."""
+        return concepts.title_from(text, limit=min(80, self.settings.max_title_chars))
+
     def remember(
         self,
         namespace: str,
@@ -79,7 +83,7 @@ class Memories:
         text = concepts.clean_text(text, limit=limit)
         memory_type = concepts.clean_type(type)
         source = concepts.clean_source(source)
-        title = concepts.clean_title(title, limit=self.settings.max_title_chars) if title else concepts.title_from(text)
+        title = concepts.clean_title(title, limit=self.settings.max_title_chars) if title else self.title_from(text)
         tags = concepts.clean_list(tags, what="tag", limit=80)
         paths = concepts.clean_list(paths, what="path", limit=400)
         related = concepts.clean_list(related, what="related id", limit=40)
@@ -196,8 +200,8 @@ class Memories:
             if new_text is not None and new_text != old.text:
                 changes["text"] = new_text
                 changes["description"] = concepts.description_from(new_text)
-                if new_title is None and old.title == concepts.title_from(old.text):
-                    changes["title"] = concepts.title_from(new_text)
+                if new_title is None and old.title == self.title_from(old.text):
+                    changes["title"] = self.title_from(new_text)
             if new_title is not None and new_title != old.title:
                 changes["title"] = new_title
             if new_type is not None and new_type != old.type:

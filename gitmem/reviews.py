@@ -19,6 +19,7 @@ import builtins
 import difflib
 import json
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -31,6 +32,7 @@ from .errors import (
     Conflict,
     InvalidInput,
     MergeConflict,
+    RefLocked,
     RefRaceLost,
     ReviewNotFound,
     StaleReview,
@@ -339,6 +341,8 @@ class Reviews:
                     raise StaleReview(f"review #{number} is stale: {reason}")
                 try:
                     store.move_ref(MAIN, tip.id, str(main.id), f"approve review #{number} by {actor}")
+                except RefLocked:
+                    raise  # move_ref waited already and names the lock file
                 except RefRaceLost:
                     continue  # someone wrote meanwhile: check again against the new main
                 break
@@ -450,10 +454,14 @@ class Reviews:
 def _number(number: Any) -> int:
     if isinstance(number, bool) or not isinstance(number, int | str):
         raise InvalidInput(f"{number!r} is not a review number")
-    try:
-        value = int(str(number).lstrip("#"))
-    except ValueError as exc:
-        raise InvalidInput(f"{number!r} is not a review number") from exc
+    if isinstance(number, str):
+        text = number.strip().lstrip("#")
+        # ASCII digits only: int() also takes other scripts' digits ("٣" is 3), signs and "1_0".
+        if not re.fullmatch(r"[0-9]+", text):
+            raise InvalidInput(f"{number!r} is not a review number")
+        value = int(text)
+    else:
+        value = number
     if value < 1:
         raise InvalidInput(f"{number!r} is not a review number (they start at 1)")
     return value

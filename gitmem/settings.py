@@ -41,6 +41,10 @@ def _mapping(value: str) -> dict[str, str]:
     return out
 
 
+# Similarity scores that gate merges and clusters: each must lie from 0 to 1.
+THRESHOLDS = ("high_similarity", "cluster_threshold", "pair_threshold")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything gitmem can be configured with; immutable once built."""
@@ -90,6 +94,13 @@ class Settings:
 
     # Celery queue name: separate deployments (or test runs) sharing one broker use different ones.
     celery_queue: str = "gitmem"
+
+    def __post_init__(self) -> None:
+        for name in THRESHOLDS:
+            value = getattr(self, name)
+            # NaN fails the range check too.
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+                raise InvalidInput(f"GITMEM_{name.upper()} must be a number from 0 to 1, not {value!r}")
 
     @property
     def repos_dir(self) -> Path:

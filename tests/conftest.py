@@ -33,9 +33,10 @@ def svc(settings: Settings) -> Iterator[MemoryService]:
     service.close()
 
 
-def git(repo: Path, *args: str) -> str:
+def git(repo: Path, *args: str, input: str | None = None) -> str:
     """Run the real git client against a bare repository and return its output."""
-    done = subprocess.run(["git", "--git-dir", str(repo), *args], capture_output=True, text=True, check=True)
+    done = subprocess.run(["git", "--git-dir", str(repo), *args], input=input, capture_output=True, text=True,
+                          check=True)
     return done.stdout
 
 
@@ -50,3 +51,16 @@ def fsck(settings: Settings) -> Callable[[str], None]:
         assert done.returncode == 0, done.stderr + done.stdout
 
     return check
+
+
+def push_refused_entry(repo: Path, name: str = "..") -> str:
+    """Put a tree entry git refuses (``..`` holding ``escape.md``) on main, as a hand push could.
+
+    Built with the real git: ``git mktree`` and ``git update-ref``. Returns the new head.
+    """
+    blob = git(repo, "hash-object", "-w", "--stdin", input="escaped\n").strip()
+    inner = git(repo, "mktree", input=f"100644 blob {blob}\tescape.md\n").strip()
+    tree = git(repo, "mktree", input=git(repo, "ls-tree", "main") + f"040000 tree {inner}\t{name}\n").strip()
+    commit = git(repo, "commit-tree", tree, "-p", "main", "-m", "hand push").strip()
+    git(repo, "update-ref", "refs/heads/main", commit)
+    return commit

@@ -13,7 +13,7 @@ import pytest
 
 from gitmem.settings import Settings
 
-from .conftest import git
+from .conftest import git, push_refused_entry
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -66,6 +66,39 @@ def test_remember_reads_standard_input_and_chinese(gitmem: Run) -> None:
     assert out["memory"]["path"] == "preference/ppt-正文字号用-18pt.md"
     hits = json.loads(gitmem("recall", "正文字号", "--json").stdout)
     assert hits[0]["memory"]["text"] == "PPT 正文字号用 18pt"
+
+
+NOTE = """---
+title: Deploy checklist
+type: method
+tags: [release, ops]
+paths: [deploy.sh]
+---
+# Deploy checklist
+
+1. Tag the release.
+2. Run deploy.sh.
+"""
+
+
+def test_remember_a_note_with_frontmatter(gitmem: Run, settings: Settings, fsck: Callable[[str], None]) -> None:
+    out = json.loads(gitmem("remember", "-", "--json", input=NOTE.encode()).stdout)["memory"]
+    assert out["path"] == "method/deploy-checklist.md"
+    assert (out["title"], out["type"], out["tags"], out["paths"]) == (
+        "Deploy checklist", "method", ["release", "ops"], ["deploy.sh"])
+    assert out["text"] == "# Deploy checklist\n\n1. Tag the release.\n2. Run deploy.sh."
+    # Options on the command line win over the note's frontmatter.
+    other = NOTE.replace("Deploy checklist", "Rollback checklist")
+    out = json.loads(gitmem("remember", "-", "--json", "--type", "decision", "--tag", "urgent",
+                            input=other.encode()).stdout)["memory"]
+    assert (out["path"], out["tags"]) == ("decision/rollback-checklist.md", ["urgent"])
+    fsck("default")
+
+
+def test_remember_a_note_with_a_heading(gitmem: Run) -> None:
+    out = json.loads(gitmem("remember", "-", "--json", input=b"# Release train\n\nEvery Tuesday.\n").stdout)
+    assert out["memory"]["title"] == "Release train"
+    assert out["memory"]["path"] == "fact/release-train.md"
 
 
 def test_amend_log_revert_restore(gitmem: Run, settings: Settings, fsck: Callable[[str], None]) -> None:
@@ -128,7 +161,15 @@ def test_status_and_exports(gitmem: Run, tmp_path: Path) -> None:
         (["show", "../../etc"], None, 2, "is not a memory id"),
         (["revert", "deadbeef"], None, 3, "no commit deadbeef"),
         (["revert", "not-a-sha"], None, 2, "is not a commit id"),
+        (["revert", "FIRST"], None, 2, "is the first commit"),
         (["recall", "x", "--namespace", "Bad/Name"], None, 2, "invalid namespace"),
+        (["init", "--namespace", "x.git"], None, 2, "must not end in '.git'"),
+        (["remember", "x", "--namespace", ""], None, 2, "--namespace is empty"),
+        (["status", "-n", " "], None, 2, "--namespace is empty"),
+        (["key", "list", "--namespace", ""], None, 2, "--namespace is empty"),
+        (["key", "create", "--role", "reader", "--namespace", ""], None, 2, "--namespace is empty"),
+        (["remember", "x", "--namespace", "notes.git"], None, 2, "must not end in '.git'"),
+        (["key", "create", "--role", "reader", "--namespace", "x.git"], None, 2, "must not end in '.git'"),
         (["status", "--namespace", "nope"], None, 3, "does not exist"),
     ],
 )
@@ -137,7 +178,8 @@ def test_bad_input_is_one_line_and_changes_nothing(
 ) -> None:
     gitmem("init")
     before = head(settings)
-    result = gitmem(*args, input=stdin, ok=False)
+    first = git(settings.repos_dir / "default.git", "rev-list", "--max-parents=0", "main").strip()
+    result = gitmem(*[first if arg == "FIRST" else arg for arg in args], input=stdin, ok=False)
     assert result.returncode == code
     assert message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -177,3 +219,65 @@ def test_context_for_an_agents_clone(gitmem: Run, settings: Settings, tmp_path: 
     assert block.startswith("## Team memory (team-memory)")
     # Reading a clone records nothing in the namespace.
     assert json.loads(gitmem("status", "--json").stdout)["pending_uses"] == 0
+
+
+def test_a_tree_entry_git_refuses_is_a_clear_error(gitmem: Run, settings: Settings) -> None:
+    gitmem("remember", "Entries named .. are refused by git")
+    push_refused_entry(settings.repos_dir / "default.git")
+    gitmem("remember", "A later memory")
+    target = head(settings)
+    result = gitmem("revert", target, ok=False)
+    assert result.returncode == 5
+    assert result.stderr.startswith("error: ../escape.md: git refuses the name '..'")
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert head(settings) == target
+    status = gitmem("status").stdout
+    assert "malformed: ../escape.md: git refuses the name '..'" in status
+
+
+@pytest.mark.parametrize(("fmt", "where", "reason"), [
+    ("json", "file/x", "Not a directory"),
+    ("memory-md", "file/x", "Not a directory"),
+    ("json", "folder", "Is a directory"),
+    ("okf", "file/sub", "Not a directory"),
+    ("okf", "file", "not an empty folder"),
+])
+def test_an_export_that_cannot_be_written_is_one_line(gitmem: Run, tmp_path: Path, fmt: str, where: str,
+                                                     reason: str) -> None:
+    gitmem("remember", "Exports go where they are told")
+    (tmp_path / "file").write_text("a plain file\n")
+    (tmp_path / "folder").mkdir()
+    result = gitmem("export", "--format", fmt, "-o", str(tmp_path / where), ok=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and reason in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert (tmp_path / "file").read_text() == "a plain file\n"
+
+
+def test_a_lock_file_in_the_way_is_named(gitmem: Run, settings: Settings) -> None:
+    gitmem("init")
+    before = head(settings)
+    lock = settings.repos_dir / "default.git" / "refs" / "heads" / "main.lock"
+    lock.write_text("0" * 40 + "\n")
+    result = gitmem("remember", "Blocked by a lock", ok=False)
+    assert result.returncode == 4
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert f"error: {lock} is in the way" in result.stderr and f"rm '{lock}'" in result.stderr
+    assert "kept moving" not in result.stderr
+    assert head(settings) == before
+    lock.unlink()
+    gitmem("remember", "Not blocked any more")
+
+
+def test_a_threshold_outside_0_to_1_is_one_line(settings: Settings) -> None:
+    env = {**os.environ, "GITMEM_HOME": str(settings.home), "GITMEM_HIGH_SIMILARITY": "2"}
+    done = subprocess.run([sys.executable, "-m", "gitmem", "status"], env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert done.stderr == "error: GITMEM_HIGH_SIMILARITY must be a number from 0 to 1, not 2.0\n"
+
+
+def test_a_review_number_in_other_digits_is_refused(gitmem: Run) -> None:
+    gitmem("init")
+    result = gitmem("review", "show", "\u0663", ok=False)
+    assert result.returncode == 2 and "is not a review number" in result.stderr
+    assert gitmem("review", "show", "3", ok=False).returncode == 3  # ASCII digits: a number, not found

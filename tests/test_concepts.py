@@ -151,6 +151,32 @@ def test_clean_title_keeps_ordinary_titles() -> None:
         concepts.clean_title("a title that is too long", limit=10)
 
 
+@pytest.mark.parametrize(("text", "title"), [
+    ("---\ntitle: Checklist\ntags: [ops]\n---\n\nFirst line below it", "First line below it"),
+    ("---\ntitle: Checklist\n---\n# Deploy checklist\n\n1. Tag the release", "Deploy checklist"),
+    ("# Deploy checklist\n\n1. Tag the release", "Deploy checklist"),
+    ("## Deploy checklist ##", "Deploy checklist"),
+    ("#hashtag is not a heading", "#hashtag is not a heading"),
+    ("C# is fine #", "C# is fine #"),
+    ("#", "#"),
+    ("---\nA rule, then a heading\n---\nmore", "---"),  # no mapping: not frontmatter
+])
+def test_a_derived_title_skips_frontmatter_and_heading_marks(text: str, title: str) -> None:
+    assert concepts.title_from(text) == title
+
+
+def test_read_note_takes_title_type_tags_and_paths_from_frontmatter() -> None:
+    note = "---\ntitle: Deploy\ntype: method\ntags: [release, 2024]\npaths: deploy.sh\nid: x\n---\n# Deploy\nTag it."
+    assert concepts.read_note(note) == ("# Deploy\nTag it.", {"title": "Deploy", "type": "method",
+                                                              "tags": ("release", "2024"), "paths": ("deploy.sh",)})
+    assert concepts.read_note("# Deploy\nTag it.") == ("# Deploy\nTag it.", {})
+    assert concepts.read_note("---\nA rule\n---\ntext") == ("---\nA rule\n---\ntext", {})
+    with pytest.raises(InvalidInput, match="frontmatter is not valid YAML"):
+        concepts.read_note("---\ntags: [unclosed\n---\ntext")
+    with pytest.raises(InvalidInput, match="'tags' must be a list"):
+        concepts.read_note("---\ntags: {a: 1}\n---\ntext")
+
+
 def test_clean_type_knows_the_ten_types() -> None:
     assert len(concepts.TYPES) == 10
     assert concepts.clean_type(" Convention ") == "convention"
@@ -165,6 +191,15 @@ def test_clean_list_drops_blanks_and_repeats_and_rejects_control_characters() ->
         concepts.clean_list(["bad\x01"], what="tag")
     with pytest.raises(InvalidInput, match="over 5 characters"):
         concepts.clean_list(["toolong"], what="tag", limit=5)
+
+
+def test_clean_list_takes_at_most_max_list_items() -> None:
+    most = concepts.MAX_LIST_ITEMS
+    assert len(concepts.clean_list([f"t{i}" for i in range(most)], what="tag")) == most
+    # Repeats and blanks do not count.
+    assert len(concepts.clean_list([f"t{i % most}" for i in range(10_000)] + [""], what="tag")) == most
+    with pytest.raises(InvalidInput, match=f"^more than {most} tags; a memory takes at most {most}$"):
+        concepts.clean_list([f"t{i}" for i in range(10_000)], what="tag")
 
 
 # --- slugs ----------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import pytest
 from gitmem import notify
 from gitmem.errors import Conflict, InvalidInput, ReviewNotFound, StaleReview
 from gitmem.repo import MAIN
+from gitmem.reviews import _number
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from tests.conftest import namespace_of
@@ -265,3 +266,13 @@ def test_reading_reviews_writes_nothing(svc: MemoryService) -> None:
     with pytest.raises(ReviewNotFound):
         svc.reviews.diff("default", 1)
     assert {name: str(repo.references[name].target) for name in repo.references} == before
+
+
+@pytest.mark.parametrize("number", ["\u0663", "\uff13", "+3", "3_0", "-3", ""])
+def test_a_review_number_is_ascii_digits(number: str) -> None:
+    with pytest.raises(InvalidInput, match="is not a review number"):
+        _number(number)
+
+
+def test_a_review_number_may_have_a_hash() -> None:
+    assert _number("#3") == _number(" 3 ") == _number(3) == 3

@@ -26,7 +26,7 @@ from gitmem.ranking import path_matches
 from gitmem.repo import Change
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
-from tests.conftest import git, namespace_of
+from tests.conftest import git, namespace_of, push_refused_entry
 
 Fsck = Callable[[str], None]
 
@@ -789,3 +789,54 @@ def test_every_commit_is_linear_and_logged(svc: MemoryService, fsck: Fsck) -> No
     actions = [c.action for c in svc.log("default", limit=10)]
     assert actions == ["forget", "usage", "amend", "remember", "init"]
     fsck("default")
+
+
+def test_a_tree_entry_git_refuses_is_listed_and_revert_says_why(svc: MemoryService) -> None:
+    kept = svc.remember("default", "Revert needs a clean tree.").memory
+    assert kept is not None
+    push_refused_entry(repo(svc))
+    later = svc.amend("default", kept.id, text="Revert needs a tree git accepts.")
+    status = svc.status("default")
+    assert list(status["malformed"]) == ["../escape.md"]
+    assert "'..'" in status["malformed"]["../escape.md"]
+    before = head(svc)
+    with pytest.raises(MalformedConcept, match=r"^\.\./escape\.md: git refuses the name '\.\.'.*remove it"):
+        svc.revert("default", str(later.commit))
+    assert head(svc) == before
+
+    # A rebuilt index lists it too; once it is removed from main by hand, the listing goes.
+    shutil.rmtree(svc.settings.state_dir)
+    fresh = MemoryService(svc.settings)
+    assert list(fresh.status("default")["malformed"]) == ["../escape.md"]
+    clean = git(repo(svc), "mktree", input="".join(
+        line + "\n" for line in git(repo(svc), "ls-tree", "main").splitlines() if not line.endswith("\t..")))
+    fixed = git(repo(svc), "commit-tree", clean.strip(), "-p", "main", "-m", "remove ..").strip()
+    git(repo(svc), "update-ref", "refs/heads/main", fixed)
+    assert fresh.status("default")["malformed"] == {}
+    assert fresh.revert("default", str(later.commit)).outcome == "reverted"
+    assert fresh.show("default", kept.id).text == "Revert needs a clean tree."
+    fresh.close()
+
+
+@pytest.mark.parametrize("name", ["x.git", "team.git", ".git"])
+def test_a_namespace_name_may_not_end_in_dot_git(settings: Settings, name: str) -> None:
+    # Its repository would be x.git.git, reachable over HTTP only as /git/x.git.git.
+    svc = MemoryService(settings)
+    with pytest.raises(InvalidInput, match="invalid namespace"):
+        svc.init(name)
+    assert svc.namespaces() == []
+    assert not settings.repos_dir.exists() or not any(settings.repos_dir.iterdir())
+    assert svc.init("x.gitx").name == "x.gitx"
+    svc.close()
+
+
+def test_a_derived_title_keeps_to_max_title_chars(settings: Settings) -> None:
+    svc = MemoryService(settings.with_(max_title_chars=20))
+    svc.init("default")
+    first = "Always run the whole test suite before a release, not only the fast part"
+    memory = svc.remember("default", first).memory
+    assert memory is not None and memory.title == "Always run the whol…"
+    # An amended text re-derives the title, within the limit too.
+    amended = svc.amend("default", memory.id, text="Run the slow tests nightly and the fast ones on every push").memory
+    assert amended is not None and amended.title == "Run the slow tests…"
+    svc.close()

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pygit2
 import pytest
 
-from gitmem.errors import CommitNotFound, InvalidInput, RefRaceLost, RevertConflict
+from gitmem.errors import CommitNotFound, InvalidInput, RefLocked, RefRaceLost, RevertConflict
 from gitmem.repo import MAIN, Change, Store, parse_trailers
+from gitmem.repo.store import refused_part
 from tests.conftest import git
 
 
@@ -163,10 +166,65 @@ def test_a_fresh_lock_of_a_live_writer_is_respected(store: Store) -> None:
     lock = store.path / "refs" / "heads" / "main.lock"
     lock.write_text("0" * 40 + "\n")
     head = store.head_id()
-    with pytest.raises(RefRaceLost, match="try again"):
+    with pytest.raises(RefLocked, match="try again") as raised:
         store.transact(lambda h: Change({"fact/a.md": b"a"}, "a", "remember"), attempts=3)
+    # It says what is in the way and how to remove it, not that main "kept moving".
+    assert f"{lock} is in the way" in str(raised.value)
+    assert f"rm '{lock}'" in str(raised.value)
     assert store.head_id() == head
     assert lock.exists()
+
+
+# A writer killed inside libgit2's ref update: it holds gitmem's flock, has made the ref's lock
+# file (holding the new id, as libgit2 does) and dies before renaming it into place.
+DIE_MID_MOVE = """
+import os, signal, sys
+from pathlib import Path
+from gitmem.repo import Change, Store
+
+def die(self, ref, new, old, reason):
+    if sys.argv[2] == "with-lock":
+        (self.path / (ref + ".lock")).write_text(f"{new}\\n")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+Store._swap = die
+Store(Path(sys.argv[1])).transact(lambda head: Change({"fact/lost.md": b"lost\\n"}, "lost", "remember"))
+"""
+
+
+def die_mid_move(store: Store, how: str) -> None:
+    done = subprocess.run([sys.executable, "-c", DIE_MID_MOVE, str(store.path), how], capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+
+
+def test_the_lock_of_a_gitmem_writer_that_died_mid_move_is_removed_at_once(store: Store) -> None:
+    head = store.head_id()
+    die_mid_move(store, "with-lock")
+    lock = store.path / "refs" / "heads" / "main.lock"
+    assert lock.exists() and store.head_id() == head
+    # No waiting for the lock to age: one attempt is enough.
+    oid = store.transact(lambda h: Change({"fact/a.md": b"a\n"}, "a", "remember"), attempts=1)
+    assert store.head_id() == str(oid)
+    assert not lock.exists()
+    assert git(store.path, "show", "main:fact/a.md") == "a\n"
+    assert (store.path / "gitmem-ref-moves").read_bytes() == b""
+    fsck(store)
+
+
+@pytest.mark.parametrize("lock_age", [-1.0, 5.0], ids=["made-before-the-record", "made-long-after-the-record"])
+def test_a_lock_the_dead_writer_did_not_make_is_respected(store: Store, lock_age: float) -> None:
+    die_mid_move(store, "without-lock")
+    moves = store.path / "gitmem-ref-moves"
+    assert moves.read_bytes().endswith(b" refs/heads/main\n")
+    lock = store.path / "refs" / "heads" / "main.lock"
+    lock.write_text("0" * 40 + "\n")
+    recorded = time.time() - 6.0
+    os.utime(moves, (recorded, recorded))
+    os.utime(lock, (recorded + lock_age, recorded + lock_age))
+    head = store.head_id()
+    with pytest.raises(RefLocked):
+        store.transact(lambda h: Change({"fact/a.md": b"a"}, "a", "remember"), attempts=1)
+    assert lock.exists() and store.head_id() == head
 
 
 def test_commit_lookup_errors(store: Store) -> None:
@@ -203,5 +261,18 @@ def test_revert_change_undoes_a_commit_or_refuses_on_conflict(store: Store) -> N
     with pytest.raises(RevertConflict, match="fact/a.md"):
         store.revert_change(store.commit(added), store.head())
     first = list(store.log())[-1]
-    with pytest.raises(RevertConflict, match="first commit"):
+    with pytest.raises(InvalidInput, match="first commit"):
         store.revert_change(first, store.head())
+
+
+@pytest.mark.parametrize("name", ["..", ".", ".git", ".GIT", ".Git", "GIT~1", "git~1 ", ".git.", ".git  .",
+                                  ".git:x", ".git::$INDEX_ALLOCATION", "...", ". ", ".. ", "git~2", ".gi",
+                                  "x.git", ".git.md", ".gitmodules", "git~1x", " .git", "a\\b", "~"])
+def test_refused_part_follows_libgit2(store: Store, name: str) -> None:
+    blob = store.repo.create_blob(b"")
+    try:
+        store.repo.TreeBuilder().insert(name, blob, pygit2.enums.FileMode.BLOB)
+        libgit2_refuses = False
+    except pygit2.GitError:
+        libgit2_refuses = True
+    assert (refused_part(f"fact/{name}/x.md") == name) is libgit2_refuses

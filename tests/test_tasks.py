@@ -233,3 +233,12 @@ def test_enqueueing_an_unknown_namespace_is_a_clear_error(settings: Settings) ->
         MemoryService(settings).dispatch("nope", background=True)
     with pytest.raises(InvalidInput):
         MemoryService(settings).dispatch("../etc", background=True)
+
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="Celery warns only of a worker run as root")
+def test_a_root_worker_is_not_warned_about_pickle_it_never_takes(settings: Settings, tmp_path: Path) -> None:
+    log = tmp_path / "worker.log"
+    with worker(settings, log):
+        wait_for(lambda: "ready." in log.read_text(errors="replace"), "the worker starting", log)
+    assert "superuser privileges" not in log.read_text(errors="replace")

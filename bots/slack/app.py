@@ -7,10 +7,13 @@ consolidation goes to Celery when a broker is configured.
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING
 
 from slack_bolt import App
+from slack_bolt.logger import get_bolt_logger
+from slack_bolt.logger.messages import warning_client_prioritized_and_token_skipped
 from slack_sdk import WebClient
 
 from gitmem.errors import InvalidInput
@@ -22,6 +25,21 @@ if TYPE_CHECKING:
     from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 EVENTS_PATH = "/slack/events"
+
+
+class _TokenComesWithTheClient(logging.Filter):
+    """Drop Bolt's "`token` will be unused" warning, which would reach every gitmem user.
+
+    gitmem gives Bolt the bot token inside its Web API client (pointed at GITMEM_SLACK_API_URL
+    when set), and Bolt also reads SLACK_BOT_TOKEN from the environment by itself; it is the same
+    token (settings take it from there), so nothing is unused.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != warning_client_prioritized_and_token_skipped()
+
+
+get_bolt_logger(App).addFilter(_TokenComesWithTheClient())
 
 
 def web_client(settings: Settings) -> WebClient:

@@ -65,8 +65,13 @@ def json_option(func: F) -> F:
 
 
 def ns_name(namespace: str | None) -> str:
-    """The namespace to use: the one given with ``--namespace``, else the configured default."""
-    return namespace or settings().default_namespace
+    """The namespace given with ``--namespace``, or the default when the option was left out."""
+    if namespace is None:
+        return settings().default_namespace
+    if not namespace.strip():
+        raise InvalidInput("--namespace is empty: give a namespace name, or leave the option out "
+                           f"to use {settings().default_namespace!r}")
+    return namespace
 
 
 def emit(data: Any, as_json: bool, human: Callable[[], None]) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import getpass
+import re
+import warnings
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -12,6 +14,13 @@ from .base import emit, json_option, main, namespace_option, ns_name, service, s
 
 if TYPE_CHECKING:  # imported in the commands: consolidation pulls in the LLM client, slow to load
     from ..service import Review, RunResult
+
+
+def _review_number(ctx: click.Context, param: click.Parameter, value: str) -> int:
+    """A review number in ASCII digits, ``12`` or ``#12`` (click's int would take ``٣`` as 3)."""
+    if not re.fullmatch(r"#?[0-9]{1,9}", value.strip()):
+        raise click.BadParameter(f"{value!r} is not a review number (see `gitmem review list`)", ctx, param)
+    return int(value.strip().lstrip("#"))
 
 
 def _actor_option(func: Any) -> Any:
@@ -109,7 +118,7 @@ def review_list(status: str | None, namespace: str | None, as_json: bool) -> Non
 
 
 @review.command(name="show")
-@click.argument("number", type=int)
+@click.argument("number", callback=_review_number)
 @namespace_option
 @json_option
 def review_show(number: int, namespace: str | None, as_json: bool) -> None:
@@ -138,7 +147,7 @@ def review_show(number: int, namespace: str | None, as_json: bool) -> None:
 
 
 @review.command(name="approve")
-@click.argument("number", type=int)
+@click.argument("number", callback=_review_number)
 @click.option("--commit", "commits", multiple=True, metavar="SHA",
               help="Approve only this commit of the review (repeat for more).")
 @_actor_option
@@ -154,7 +163,7 @@ def review_approve(number: int, commits: tuple[str, ...], actor: str | None, nam
 
 
 @review.command(name="reject")
-@click.argument("number", type=int)
+@click.argument("number", callback=_review_number)
 @click.option("--reason", default="", help="Why (added to the thread).")
 @_actor_option
 @namespace_option
@@ -166,7 +175,7 @@ def review_reject(number: int, reason: str, actor: str | None, namespace: str | 
 
 
 @review.command(name="comment")
-@click.argument("number", type=int)
+@click.argument("number", callback=_review_number)
 @click.argument("text")
 @_actor_option
 @namespace_option
@@ -186,10 +195,18 @@ def review_comment(number: int, text: str, actor: str | None, namespace: str | N
 @click.option("--hostname", default=None, help="Worker node name (default: celery@<host>).")
 def worker(beat: bool, concurrency: int, loglevel: str, hostname: str | None) -> None:
     """Run a Celery worker for consolidation (embedded broker unless GITMEM_BROKER_URL is set)."""
+    from celery.exceptions import SecurityWarning
+
     from ..broker import worker_argv
     from ..tasks import create_worker
 
     config = settings()
     app = create_worker(config)
+    if not {"pickle", "application/x-python-serialize"} & set(app.conf.accept_content):
+        # Celery warns of a worker run as root because a worker that takes pickle runs whatever it
+        # is sent. gitmem's take JSON only (and Celery refuses pickle to root outright), so the
+        # warning does not apply: in a container the worker is root as the web server is.
+        warnings.filterwarnings("ignore", message="You're running the worker with superuser privileges",
+                                category=SecurityWarning)
     app.worker_main(worker_argv(config, beat=beat, concurrency=concurrency, loglevel=loglevel,
                                 hostname=hostname))

@@ -5,10 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from .. import concepts
 from ..concepts import Memory
-from ..errors import NamespaceNotFound
+from ..errors import InvalidInput, NamespaceNotFound
 from ..service import CommitInfo, WriteResult
 from .base import emit, json_option, main, namespace_option, ns_name, read_text_arg, service
 
@@ -60,13 +61,22 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     """Remember TEXT ('-' reads it from standard input) through the write gate.
 
     Identical text reinforces the existing memory; very similar text from an agent is merged into
-    it; anything else is added. Creates the namespace if needed.
+    it; anything else is added. Creates the namespace if needed. A note that starts with YAML
+    frontmatter gives its title, type, tags and paths (options win); a leading '# Heading'
+    titles it.
 
     \b
     Example: gitmem remember "We use pnpm, not npm" --type convention --path package.json
     """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
     name = ns_name(namespace)
-    body = read_text_arg(text)
+    # A note with YAML frontmatter (a file from `gitmem show` or a notes app) brings its title,
+    # type, tags and paths; options given on the command line win.
+    body, note = concepts.read_note(read_text_arg(text))
+    if click.get_current_context().get_parameter_source("memory_type") == ParameterSource.DEFAULT:
+        memory_type = note.get("type", memory_type)
+    title = title or note.get("title")
+    tags = tags or note.get("tags", ())
+    paths = paths or note.get("paths", ())
     def write() -> WriteResult:
         return service().remember(name, body, type=memory_type, title=title, tags=tags, paths=paths,
                                   source=source, author=author, state="pending" if pending else "active")
@@ -232,7 +242,10 @@ def export(fmt: str, output: Path | None, namespace: str | None) -> None:
     if fmt == "okf":
         click.echo(f"wrote {result}")
     elif output is not None:
-        output.write_text(result, encoding="utf-8")
+        try:
+            output.write_text(result, encoding="utf-8")
+        except OSError as exc:
+            raise InvalidInput(f"cannot write {output}: {exc.strerror}; give a file you can create") from None
         click.echo(f"wrote {output}")
     else:
         click.echo(result, nl=False)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from typing import Any
 
 import click
 
+from ..errors import InvalidInput
 from ..service import ALL_NAMESPACES, ROLES, KeyStore
 from .base import emit, json_option, main, ns_name, settings
 
@@ -36,6 +38,7 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
     in production you may run `gunicorn 'gitmem.web:create_app()'` yourself.
     """
     config = settings()
+    _check_address(host, port)
     master = os.getpid()
     child: subprocess.Popen[bytes] | None = None
     if config.broker_url is None and not no_worker:
@@ -47,6 +50,25 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
         # gunicorn forks its workers from here; only the master owns the background worker.
         if child is not None and os.getpid() == master:
             _stop(child)
+
+
+def _check_address(host: str, port: int) -> None:
+    """Fail at once, naming the address, when it cannot be listened on (gunicorn would retry 5 s).
+
+    The check binds and lets go; a port taken in between still meets gunicorn's retries.
+    """
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise InvalidInput(f"cannot listen on {host}: {exc.strerror}; give an address of this machine "
+                           "with --host") from None
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror}; stop what is using it "
+                               "or choose another --port") from None
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
@@ -115,7 +137,7 @@ def key_revoke(key_id: str, as_json: bool) -> None:
 @json_option
 def key_list(namespace: str | None, as_json: bool) -> None:
     """List keys (ids, names, namespaces and roles; never the keys themselves)."""
-    found = KeyStore(settings().home).list(namespace)
+    found = KeyStore(settings().home).list(None if namespace is None else ns_name(namespace))
 
     def human() -> None:
         for k in found:

@@ -24,7 +24,7 @@ import pygit2
 from ..concepts import TYPES, Memory, parse, parse_time
 from ..errors import MalformedConcept
 from ..similarity import normalise, tokens
-from .store import Store
+from .store import Store, refused_part
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -205,12 +205,19 @@ class SearchIndex:
                 for path, content in store.files(head):
                     if is_memory_path(path):
                         self._add(db, path, content)
+                    else:
+                        self._check_name(db, path)
             changed = store.changed_paths(old, head) if old is not None else []
             # Removals first: a memory moved to another file must not meet itself as a duplicate.
             freed: set[str] = set()
             for old_path, _ in changed:
                 if old_path and is_memory_path(old_path):
                     freed |= self._remove(db, old_path)
+            for old_path, new_path in changed:
+                if old_path and not is_memory_path(old_path):
+                    db.execute("DELETE FROM problems WHERE path=?", (old_path,))
+                if new_path and not is_memory_path(new_path):
+                    self._check_name(db, new_path)
             added = [new_path for _, new_path in changed if new_path and is_memory_path(new_path)]
             # A file set aside as a duplicate gets its turn when the file holding its id goes.
             added += [path for (path,) in db.execute("SELECT path FROM problems WHERE reason LIKE 'duplicate id %'")
@@ -256,6 +263,14 @@ class SearchIndex:
             db.execute("DELETE FROM memories WHERE rowid=?", (row[0],))
         db.execute("DELETE FROM problems WHERE path=?", (path,))
         return {row[1]} if row else set()
+
+    def _check_name(self, db: sqlite3.Connection, path: str) -> None:
+        """List a path git refuses (an entry named '..' or '.git', pushed by hand) as a problem."""
+        part = refused_part(path)
+        if part is not None:
+            reason = (f"git refuses the name {part!r} (a tree made by hand?); reverts fail while it "
+                      "is on main: revert the commit that added it, or remove it from main with git")
+            db.execute("INSERT OR REPLACE INTO problems VALUES(?, ?)", (path, reason))
 
     def _add(self, db: sqlite3.Connection, path: str, data: bytes, memory: Memory | None = None) -> None:
         """Index the file at ``path`` (``memory``: its parsed form, when the writer has it)."""

@@ -48,6 +48,10 @@ def check_namespace(name: Any) -> str:
         raise InvalidInput(
             f"invalid namespace {name!r}: use 1 to 64 lower-case letters, digits, '.', '_' or '-'"
         )
+    if name.endswith(".git"):
+        # Its repository is <name>.git, and git URLs drop a trailing .git: /git/x.git means x.
+        raise InvalidInput(f"invalid namespace {name!r}: a namespace name must not end in '.git'; "
+                           f"call it {name.removesuffix('.git')!r} instead")
     return name
 
 

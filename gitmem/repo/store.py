@@ -7,6 +7,7 @@ race rebuild their change on the new head and try again. The reflog records ever
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import re
@@ -20,14 +21,29 @@ import pygit2
 from pygit2.enums import FileMode, ObjectType, SortMode
 
 from ..concepts import Memory
-from ..errors import CommitNotFound, InvalidInput, MergeConflict, RefRaceLost, RevertConflict
+from ..errors import (
+    CommitNotFound,
+    InvalidInput,
+    MalformedConcept,
+    MergeConflict,
+    RefLocked,
+    RefRaceLost,
+    RevertConflict,
+)
 
 #: A commit object. Modules above the repository layer pass these around without importing pygit2.
 Commit = pygit2.Commit
 MAIN = "refs/heads/main"
 TRAILER_KEYS = ("Memory-Id", "Action", "Source", "Actor")
 _STALE_LOCK_SECONDS = 10.0
+# How long a writer waits for a ref lock held by someone else before it says who blocks it.
+_LOCK_PATIENCE = 2.0
+# gitmem's own lock around ref moves, and the record of the move under way (see move_ref).
+_MOVES_FILE = "gitmem-ref-moves"
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
+# Names libgit2 refuses in a tree or an index: '.git' in any case, or its 8.3 short name, when
+# followed only by dots and spaces, or by an NTFS stream (':...').
+_DOT_GIT = re.compile(r"^(?:\.git|git~1)[. ]*(?::.*)?$", re.IGNORECASE | re.DOTALL)
 
 # A file's new content, or None to delete it.
 Changes = Mapping[str, bytes | None]
@@ -109,6 +125,19 @@ def parse_trailers(message: str) -> dict[str, list[str]]:
         if sep and re.match(r"^[A-Za-z][A-Za-z0-9-]*$", key):
             out.setdefault(key, []).append(value.strip())
     return out
+
+
+def refused_part(path: str) -> str | None:
+    """The first part of ``path`` that git refuses as a name in a tree, or None when it has none.
+
+    Such an entry (``..``, ``.git``, an empty name) can only come from a tree made by hand and
+    pushed; libgit2 will not put it in an index, so a revert that keeps it fails. The rule is
+    libgit2's: ``.``, ``..``, an empty name, and ``.git`` as matched by ``_DOT_GIT``.
+    """
+    for part in path.split("/"):
+        if part in ("", ".", "..") or _DOT_GIT.match(part):
+            return part
+    return None
 
 
 class Store:
@@ -331,15 +360,44 @@ class Store:
     def move_ref(self, ref: str, new: pygit2.Oid | str, old: str | None, reason: str) -> None:
         """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``.
 
-        Raises :class:`RefRaceLost` when the ref is not at ``old`` any more or is locked by a
-        live writer. A lock file left by a crashed process is removed, and the move tried again.
+        Raises :class:`RefRaceLost` when the ref is not at ``old`` any more, and
+        :class:`RefLocked`, naming the lock file, when git's lock on the ref (``<ref>.lock``)
+        stays in the way for :data:`_LOCK_PATIENCE` seconds.
+
+        Whose is a lock file? libgit2 writes only the new id into it, so gitmem keeps its own
+        account: every gitmem move happens under an exclusive ``flock`` of the repository's
+        ``gitmem-ref-moves`` file, which names the ref while the move is under way and is emptied
+        after it. The kernel drops a flock when its process dies, however it dies. So a writer
+        that gets the flock and finds the record not empty knows that the gitmem writer before
+        it died in the middle of a move; a lock file of that ref made after the record was
+        written (and within a second of it) is that dead writer's, and is removed at once. Any
+        other lock file may belong to a live git (a push, ``git update-ref``, ``git gc``) and is
+        only taken as stale once it is :data:`_STALE_LOCK_SECONDS` old, as git itself holds ref
+        locks for milliseconds.
         """
-        try:
-            self._swap(ref, new, old, reason)
-        except RefRaceLost:
-            if not self._clear_stale_lock(ref):
-                raise
-            self._swap(ref, new, old, reason)
+        lock = self.path / (ref + ".lock")
+        deadline = time.monotonic() + _LOCK_PATIENCE
+        while True:
+            with _MoveRecord(self.path / _MOVES_FILE) as record:
+                record.clear_orphaned_lock(self.path)
+                if not lock.exists() or self._clear_stale_lock(ref):
+                    record.start(ref)
+                    try:
+                        self._swap(ref, new, old, reason)
+                        return
+                    except RefRaceLost:
+                        if not lock.exists():
+                            raise  # a real race: the ref moved
+                    finally:
+                        record.done()
+            if time.monotonic() >= deadline:
+                raise RefLocked(
+                    f"{lock} is in the way: another process is writing {ref}, or one that crashed "
+                    f"left the file behind. If no git or gitmem process is writing to {self.path}, "
+                    f"remove it (rm '{lock}') and try again; gitmem removes it by itself once it is "
+                    f"{_STALE_LOCK_SECONDS:.0f} s old"
+                )
+            time.sleep(0.01)
 
     def _swap(self, ref: str, new: pygit2.Oid | str, old: str | None, reason: str) -> None:
         if isinstance(new, str):
@@ -357,7 +415,7 @@ class Store:
             raise RefRaceLost(f"{ref}: {exc}") from exc
 
     def _clear_stale_lock(self, ref: str) -> bool:
-        """Remove the ref's lock file if it outlived its writer; True when one was removed."""
+        """Remove the ref's lock file once it is too old to be a live writer's; True when removed."""
         lock = self.path / (ref + ".lock")
         try:
             age = time.time() - lock.stat().st_mtime
@@ -440,6 +498,8 @@ class Store:
             try:
                 self.move_ref(ref, oid, head_id, change.summary[:200])
                 return oid
+            except RefLocked:
+                raise  # move_ref waited already; retrying would only hide who blocks it
             except RefRaceLost:
                 time.sleep(random.uniform(0, min(0.05, 0.001 * (2**min(attempt, 6)))))
         raise RefRaceLost(f"gave up after {attempts} attempts: {ref} kept moving; try again")
@@ -448,8 +508,21 @@ class Store:
         """Tree of ``onto`` with ``target`` undone; raises :class:`RevertConflict` if it clashes."""
         mainline = 1 if len(target.parents) > 1 else 0
         if not target.parents:
-            raise RevertConflict(f"{str(target.id)[:10]} is the first commit; there is nothing before it")
-        index = self.repo.revert_commit(target, onto, mainline)
+            # Not a clash with later changes: there is nothing to go back to, so the input is wrong.
+            raise InvalidInput(f"{str(target.id)[:10]} is the first commit; there is nothing before it "
+                               "to go back to")
+        try:
+            index = self.repo.revert_commit(target, onto, mainline)
+        except pygit2.GitError as exc:
+            refused = re.search(r"invalid path: '(.*)'", str(exc))
+            if refused is None:
+                raise
+            raise MalformedConcept(
+                refused.group(1),
+                f"git refuses the name {refused_part(refused.group(1))!r} (a tree made by hand?), so this "
+                "revert cannot run while it is on main; revert the commit that added it, or remove it "
+                "from main with git, then try again",
+            ) from exc
         if index.conflicts is not None:
             paths = sorted({(c[1] or c[2] or c[0]).path for c in index.conflicts if any(c)})
             raise RevertConflict(
@@ -457,6 +530,60 @@ class Store:
                 f"{', '.join(paths)}; restore those memories instead"
             )
         return index.write_tree(self.repo)
+
+
+class _MoveRecord:
+    """gitmem's exclusive flock around one ref move, and its record of the ref being moved."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.fd = -1
+
+    def __enter__(self) -> _MoveRecord:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        deadline = time.monotonic() + _LOCK_PATIENCE
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return self
+            except BlockingIOError:
+                # Held for the microseconds of a move; this long means a stopped process.
+                if time.monotonic() >= deadline:
+                    os.close(self.fd)
+                    raise RefLocked(
+                        f"another gitmem process has held {self.path} for over {_LOCK_PATIENCE:.0f} s "
+                        "(a stopped process?); let it go on or end it, then try again"
+                    ) from None
+                time.sleep(0.001)
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)  # releases the flock
+
+    def start(self, ref: str) -> None:
+        os.pwrite(self.fd, f"{os.getpid()} {ref}\n".encode(), 0)
+
+    def done(self) -> None:
+        os.ftruncate(self.fd, 0)
+
+    def clear_orphaned_lock(self, repo: Path) -> None:
+        """Remove the ref lock of a gitmem writer that died in the middle of a move, if any."""
+        record = os.pread(self.fd, 4096, 0)
+        if not record:
+            return
+        written = os.fstat(self.fd).st_mtime_ns
+        self.done()
+        ref = record.decode("utf-8", "replace").strip().partition(" ")[2]
+        if not ref.startswith("refs/") or refused_part(ref) is not None:
+            return  # not a record gitmem wrote
+        lock = repo / (ref + ".lock")
+        try:
+            made = lock.stat().st_mtime_ns
+        except FileNotFoundError:
+            return
+        # The dead writer made its lock right after writing the record; an older lock is
+        # someone else's, and so is one made long after.
+        if written <= made <= written + 1_000_000_000:
+            lock.unlink(missing_ok=True)
 
 
 def _init_bare(path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
@@ -285,7 +286,8 @@ def list_reviews(ns: str) -> Response:
 
 def review_number(number: str) -> int:
     """The review number in a URL; :class:`InvalidInput` unless it is a whole number."""
-    if not number.isdigit() or len(number) > 9:
+    # ASCII digits only: str.isdigit() and int() also take other scripts' digits ("٣" is 3).
+    if not re.fullmatch(r"[0-9]{1,9}", number):
         raise InvalidInput(f"{number!r} is not a review number")
     return int(number)
 

@@ -17,7 +17,7 @@ from typing import IO
 
 from flask import Blueprint, Response, request
 
-from ..errors import PermissionDenied, Unavailable
+from ..errors import GitmemError, InvalidInput, PermissionDenied, Unavailable
 from .api import service
 from .auth import require
 
@@ -33,6 +33,10 @@ def backend(repo: str, rest: str) -> Response:
     """Serve a namespace's repository to ``git clone`` and ``git fetch`` (reader); refuse pushes."""
     ns = repo.removesuffix(".git")  # git clone http://HOST/git/NS works as well as NS.git
     request.max_content_length = MAX_GIT_BODY
+    # The path arrives decoded (%2e%2e is ".."); git http-backend would refuse it with a bare 500.
+    if any(part in ("", ".", "..") for part in rest.split("/")):
+        raise InvalidInput(f"the git path {rest!r} has an empty, '.' or '..' part; "
+                           "ask for a path inside the repository")
     if rest == "git-receive-pack" or request.args.get("service") == "git-receive-pack":
         require(ns, "reader")
         raise PermissionDenied("pushing is not allowed here; change memories through gitmem instead")
@@ -76,17 +80,27 @@ def backend(repo: str, rest: str) -> Response:
     stdin.close()
     assert proc.stdout is not None
     status, headers = _read_headers(proc.stdout)
-    return Response(CgiOutput(proc, proc.stdout, stderr), status=status, headers=headers,
-                    direct_passthrough=True)
+    output = CgiOutput(proc, proc.stdout, stderr)
+    if status is None or status >= 500:
+        # git reports its failures with headers only: answer with an error body of our own.
+        output.close(failed=True)  # reaps git and logs what it said on stderr
+        raise GitmemError(f"git http-backend could not serve {rest!r} of namespace {ns!r}; "
+                          "the server log says why")
+    return Response(output, status=status, headers=headers, direct_passthrough=True)
 
 
-def _read_headers(out: IO[bytes]) -> tuple[int, list[tuple[str, str]]]:
-    """Read the CGI header block: ``Status:`` and the headers to pass on."""
+def _read_headers(out: IO[bytes]) -> tuple[int | None, list[tuple[str, str]]]:
+    """Read the CGI header block: ``Status:`` and the headers to pass on.
+
+    The status is None when the output ends before the header block does (git failed early).
+    """
     status = 200
     headers: list[tuple[str, str]] = []
     while True:
         line = out.readline()
-        if not line or line in (b"\r\n", b"\n"):
+        if not line:
+            return None, headers
+        if line in (b"\r\n", b"\n"):
             break
         name, _, value = line.decode("latin-1").partition(":")
         if name.lower() == "status":
@@ -106,8 +120,8 @@ class CgiOutput:
         while chunk := self.out.read(CHUNK):
             yield chunk
 
-    def close(self) -> None:
-        """Close the output and reap the process, logging its stderr if it failed."""
+    def close(self, failed: bool = False) -> None:
+        """Reap git; log its standard error when it failed (it exits 0 after a 500 of its own)."""
         self.out.close()
         if self.proc.poll() is None:
             try:
@@ -115,7 +129,7 @@ class CgiOutput:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc.returncode:
+        if failed or self.proc.returncode:
             self.stderr.seek(0)
             log.warning("git http-backend exited %s: %s", self.proc.returncode,
                         self.stderr.read().decode("utf-8", "replace").strip())

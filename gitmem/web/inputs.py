@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 from flask import request
@@ -23,6 +24,12 @@ def body() -> dict[str, Any]:
         raise InvalidInput(f"the request body is not valid JSON: {exc.msg} at position {exc.pos}") from None
     except RecursionError:
         raise InvalidInput("the request body nests JSON too deeply") from None
+    except ValueError:
+        # Python refuses to read an integer of more digits than its limit (4,300 by default).
+        raise InvalidInput(
+            f"the request body holds a number of more than {sys.get_int_max_str_digits()} digits; "
+            "send such a value as a string"
+        ) from None
     if not isinstance(data, dict):
         raise InvalidInput("the request body must be a JSON object")
     return data

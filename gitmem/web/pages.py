@@ -2,7 +2,8 @@
 
 Every page works without JavaScript. Sign-in puts a key's id in the (signed) session cookie;
 every form post carries a per-session CSRF token and must come from this site's own origin.
-Memory text is rendered as Markdown with raw HTML disabled, so a memory cannot run script here.
+Memory text is rendered as Markdown with raw HTML disabled, so a memory cannot run script here,
+and with images shown as links, so a page never loads what a memory points at.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import difflib
 import hmac
 import secrets
+import unicodedata
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,6 +30,10 @@ from flask import (
     url_for,
 )
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -41,8 +48,26 @@ bp = Blueprint("pages", __name__, static_folder=None)
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
 
 
+def _image_as_link(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict,
+                   env: EnvType) -> str:
+    """An image as a link to it (inside a link, its text alone).
+
+    So a page never loads what a memory points at, such as a third-party tracking pixel.
+    """
+    token = tokens[idx]
+    text = escapeHtml(self.renderInlineAsText(token.children or [], options, env))
+    depth = sum({"link_open": 1, "link_close": -1}.get(t.type, 0) for t in tokens[:idx])
+    if depth > 0:
+        return text
+    src = escapeHtml(str(token.attrGet("src") or ""))
+    return f'<a href="{src}" class="image">{text or src}</a>'
+
+
+_markdown.add_render_rule("image", _image_as_link)
+
+
 def markdown(text: str) -> Markup:
-    """Memory text as HTML; raw HTML in the text is shown as text, never passed through."""
+    """Memory text as HTML: raw HTML in it is shown as text, never passed through; images as links."""
     return Markup(_markdown.render(text))  # noqa: S704 - html=False escapes every tag
 
 
@@ -111,6 +136,24 @@ def back(default: str) -> BaseResponse:
     return redirect(default, code=303)
 
 
+def local_target(target: str | None, default: str) -> str:
+    r"""``target`` when it is a path on this site, else ``default``: where to send a browser next.
+
+    Browsers drop tabs and line breaks from URLs, trim spaces and read ``\`` as ``/``, so
+    ``/<TAB>/evil.example`` or ``/\evil.example`` would become ``//evil.example``, another site.
+    Only a plain path starting with a single ``/`` passes: no whitespace, no control or format
+    characters, no backslash, and neither scheme nor host once split as a URL.
+    """
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return default
+    if any(ch.isspace() or unicodedata.category(ch).startswith("C") for ch in target):
+        return default
+    parts = urlsplit(target)
+    if parts.scheme or parts.netloc:
+        return default
+    return target
+
+
 def act(message: str, target: str, call: Any) -> BaseResponse:
     """Run a write for a form post; show what happened (or what went wrong) on ``target``."""
     try:
@@ -130,9 +173,7 @@ def act(message: str, target: str, call: Any) -> BaseResponse:
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> str | tuple[str, int] | BaseResponse:
     """Show the sign-in form; on POST, sign in with an API key and go on to ?next=."""
-    target = request.values.get("next") or ""
-    if not target.startswith("/") or target.startswith("//"):
-        target = url_for("pages.index")
+    target = local_target(request.values.get("next"), url_for("pages.index"))
     if request.method == "POST":
         stored = keystore().verify(request.form.get("key", ""))
         if stored is None:
@@ -231,9 +272,7 @@ def memory_feedback(ns: str, memory_id: str) -> BaseResponse:
 def revert(ns: str, commit: str) -> BaseResponse:
     """Revert a commit from a page's form (reviewer) and go back to that page."""
     who = signed_in(ns, "reviewer")
-    target = request.form.get("back", "")
-    if not target.startswith("/") or target.startswith("//"):
-        target = url_for("pages.dashboard", ns=ns)
+    target = local_target(request.form.get("back"), url_for("pages.dashboard", ns=ns))
     return act(f"Reverted {commit[:10]}.", target, lambda: service().revert(ns, commit, actor=who.name))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from ..errors import InvalidInput, PermissionDenied
-from ..service import FEEDBACK_ACTIONS
+from ..service import FEEDBACK_ACTIONS, check_namespace
 from . import inputs
 from .api import service
 from .auth import caller, require
@@ -25,7 +25,8 @@ def feedback() -> tuple[Response, int]:
     who = caller(allow_signature=True)
     data = inputs.body()
     inputs.known(data, "namespace", "memory_id", "action", "text", "actor")
-    namespace = inputs.string(data, "namespace") or service().settings.default_namespace
+    namespace = inputs.string(data, "namespace")
+    namespace = service().settings.default_namespace if namespace is None else check_namespace(namespace)
     require(namespace, "writer", allow_signature=True)
     action = inputs.string(data, "action", required=True) or ""
     memory_id = inputs.string(data, "memory_id", required=True) or ""

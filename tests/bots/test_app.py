@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -185,3 +186,15 @@ def test_parse_command() -> None:
     with pytest.raises(Usage, match="takes nothing"):
         parse_command("status please")
     assert split_type("Decision: x") == ("decision", "x")
+
+
+def test_no_token_will_be_unused_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         caplog: pytest.LogCaptureFixture) -> None:
+    # Set up as the README says: the token in SLACK_BOT_TOKEN, which Bolt also reads by itself.
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
+    monkeypatch.setenv("SLACK_SIGNING_SECRET", SECRET)
+    caplog.set_level(logging.DEBUG)
+    settings = Settings.from_env({**os.environ, "GITMEM_HOME": str(tmp_path)})
+    create_bolt_app(MemoryService(settings))
+    create_bolt_app(MemoryService(settings), socket_mode=True)
+    assert "will be unused" not in caplog.text

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import httpx
 import pytest
 
 from gitmem.service import MemoryService
 
+from ..conftest import push_refused_entry
 from .conftest import Client, Keys
 
 API = "/api/v1/namespaces/default"
@@ -229,3 +231,62 @@ def test_deeply_nested_json_is_400(client: Client, keys: Keys) -> None:
     body = b"[" * 100_000 + b"]" * 100_000
     response = client.post(f"{API}/memories", data=body, headers=keys.auth("writer"))
     assert response.status_code == 400 and "deeply" in response.json["error"]["message"]
+
+
+HUGE_NUMBER = b'{"text": "x", "n": ' + b"9" * 4301 + b"}"
+
+
+def test_a_number_too_long_for_python_is_400(client: Client, keys: Keys, svc: MemoryService) -> None:
+    before = head(svc)
+    response = client.post(f"{API}/memories", data=HUGE_NUMBER,
+                           headers={**keys.auth("writer"), "Content-Type": "application/json"})
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.json["error"]["type"] == "InvalidInput"
+    assert "digits" in response.json["error"]["message"]
+    assert head(svc) == before
+
+
+def test_a_number_too_long_for_python_is_400_over_http(live_server: str, keys: Keys, svc: MemoryService) -> None:
+    before = head(svc)
+    response = httpx.post(f"{live_server}{API}/memories", content=HUGE_NUMBER,
+                          headers={**keys.auth("writer"), "Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert response.json()["error"]["status"] == 400
+    assert head(svc) == before
+
+
+def test_revert_with_a_tree_entry_git_refuses_is_422(client: Client, keys: Keys, svc: MemoryService) -> None:
+    svc.remember("default", "Entries named .. are refused by git")
+    push_refused_entry(svc.repo_path("default"))
+    target = str(svc.remember("default", "A later memory").commit)
+    response = client.post(f"{API}/commits/{target}/revert", headers=keys.auth("reviewer"))
+    assert response.status_code == 422
+    assert response.json["error"]["type"] == "MalformedConcept"
+    assert "../escape.md" in response.json["error"]["message"]
+    assert head(svc) == target
+    status = client.get(API, headers=keys.auth("reader")).json
+    assert list(status["malformed"]) == ["../escape.md"]
+
+
+@pytest.mark.parametrize("field", ["tags", "paths"])
+def test_ten_thousand_tags_or_paths_are_refused(client: Client, keys: Keys, svc: MemoryService,
+                                                remember: Callable[..., str], field: str) -> None:
+    mid = remember("A memory with a few tags", tags=["a"])
+    before = head(svc)
+    many = [f"item-{i}" for i in range(10_000)]
+    added = client.post(f"{API}/memories", headers=keys.auth("writer"), json={"text": "x", field: many})
+    amended = client.patch(f"{API}/memories/{mid}", headers=keys.auth("reviewer"), json={field: many})
+    for response in (added, amended):
+        assert response.status_code == 400
+        assert f"more than 50 {field}" in response.json["error"]["message"]
+    assert head(svc) == before
+    fifty = client.post(f"{API}/memories", headers=keys.auth("writer"), json={"text": "x", field: many[:50]})
+    assert fifty.status_code == 201 and len(fifty.json["memory"][field]) == 50
+
+
+def test_a_namespace_named_x_dot_git_is_refused(client: Client, svc: MemoryService) -> None:
+    key = KeyStoreFor(svc).admin_everywhere()
+    response = client.post("/api/v1/namespaces", headers={"Authorization": f"Bearer {key}"}, json={"name": "x.git"})
+    assert response.status_code == 400
+    assert "must not end in '.git'" in response.json["error"]["message"]
+    assert svc.namespaces() == ["default"]

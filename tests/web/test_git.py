@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import http.client
+import json
+import logging
 import os
 import subprocess
 import tempfile
@@ -78,3 +81,38 @@ def test_unknown_namespace_is_404(live_server: str, svc: MemoryService, tmp_path
     key = KeyStore(svc.settings.home).create("*", "reader")[0]
     cloned = git(*with_key(key), "clone", f"{live_server}/git/nowhere.git", str(tmp_path / "clone"))
     assert cloned.returncode != 0 and "not found" in cloned.stderr.lower()
+
+
+def raw_get(live_server: str, path: str, key: str) -> tuple[int, str, bytes]:
+    """GET ``path`` exactly as written (no client normalises its dots away)."""
+    host, port = live_server.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        conn.request("GET", path, headers={"Authorization": f"Bearer {key}"})
+        response = conn.getresponse()
+        return response.status, response.getheader("Content-Type", ""), response.read()
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("path", ["/git/default.git/%2e%2e/other.git/HEAD", "/git/default.git/../other.git/HEAD",
+                                  "/git/default.git/..%2fother.git/HEAD", "/git/default.git/./HEAD",
+                                  "/git/default.git/objects/%2E%2E/%2E%2E/other.git/HEAD"])
+def test_dot_dot_paths_are_refused_with_a_json_error(live_server: str, keys: Keys, svc: MemoryService,
+                                                     path: str) -> None:
+    svc.init("other")
+    status, kind, body = raw_get(live_server, path, keys.reader)
+    assert status == 400 and kind == "application/json", (status, body)
+    assert "'..' part" in json.loads(body)["error"]["message"]
+
+
+def test_a_failing_git_backend_is_a_json_500_not_an_empty_one(live_server: str, keys: Keys, svc: MemoryService,
+                                                             caplog: pytest.LogCaptureFixture) -> None:
+    svc.require("default")  # open while the repository is whole; then someone breaks its config by hand
+    (svc.repo_path("default") / "config").write_text("[broken\n")
+    with caplog.at_level(logging.WARNING, logger="gitmem.web.git"):
+        status, kind, body = raw_get(live_server, "/git/default.git/info/refs?service=git-upload-pack",
+                                     keys.reader)
+    assert status == 500 and kind == "application/json"
+    assert "could not serve 'info/refs'" in json.loads(body)["error"]["message"]
+    assert "config" in caplog.text  # git's own words are in the server log

@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
@@ -221,3 +222,81 @@ def test_side_by_side_diff_escapes_what_it_shows(client: Client, keys: Keys, svc
     assert 'class="diff"' in page and "before" in page and "after" in page
     assert "Escape output in templates" in page
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+
+
+# Targets a browser would take to another site: it drops tabs and line breaks, trims spaces and
+# reads a backslash as a slash.
+OFFSITE = ["/\t/evil.example/x", "/\n/evil.example", "/\r\n/evil.example", "/\\evil.example",
+           "/\\/evil.example", "\\\\evil.example", "//evil.example", " //evil.example",
+           "/ /evil.example", "https://evil.example/", "javascript:alert(1)", "/\x00/evil.example",
+           "/\u2028/evil.example", "/\u200b/evil.example", "evil.example"]
+
+
+@pytest.mark.parametrize("target", OFFSITE)
+def test_sign_in_never_redirects_to_another_site(client: Client, keys: Keys, target: str) -> None:
+    form = client.get("/login", query_string={"next": target}).get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+    assert token is not None
+    assert 'name="next" value="/"' in form
+    response = client.post("/login", data={"key": keys.reader, "csrf_token": token.group(1), "next": target})
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/"
+
+
+def test_sign_in_with_a_tab_in_next_over_http(live_server: str, keys: Keys) -> None:
+    # The report: /login?next=/%09/evil.example/x answered "Location: //evil.example/x".
+    with httpx.Client(base_url=live_server) as http:
+        form = http.get("/login?next=/%09/evil.example/x").text
+        token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+        assert token is not None
+        response = http.post("/login?next=/%09/evil.example/x",
+                             data={"key": keys.reader, "csrf_token": token.group(1)})
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/"
+
+
+def test_sign_in_returns_to_a_page_of_this_site(client: Client, keys: Keys) -> None:
+    form = client.get("/login").get_data(as_text=True)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+    assert token is not None
+    target = "/ns/default/search?q=deploy&path=src/app.py"
+    response = client.post("/login", data={"key": keys.reader, "csrf_token": token.group(1), "next": target})
+    assert response.headers["Location"] == target
+
+
+@pytest.mark.parametrize("target", OFFSITE[:6])
+def test_revert_form_never_redirects_to_another_site(client: Client, keys: Keys, svc: MemoryService,
+                                                     remember: Callable[..., str], target: str) -> None:
+    remember("Tabs, not spaces")
+    commit = svc.log("default", limit=1)[0].id
+    token = signed_in(client, keys.reviewer)
+    response = client.post(f"/ns/default/commits/{commit}/revert", data={"csrf_token": token, "back": target})
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/ns/default/"
+    assert svc.log("default", limit=1)[0].action == "revert"
+
+
+def test_images_in_memories_are_links_and_never_load(client: Client, keys: Keys, svc: MemoryService,
+                                                     remember: Callable[..., str]) -> None:
+    mid = remember("Our dashboard ![tracking pixel](https://evil.example/p.gif) and "
+                   "[![build badge](https://ci.example/badge.svg)](https://ci.example/) and ![](//evil.example/x.png)",
+                   title="Dashboard")
+    svc.feedback("default", mid, "discuss", actor="sam", text="Also ![pixel](http://evil.example/c.gif)")
+    signed_in(client, keys.reader)
+    page = client.get(f"/ns/default/memories/{mid}").get_data(as_text=True)
+    assert "<img" not in page
+    assert '<a href="https://evil.example/p.gif" class="image">tracking pixel</a>' in page
+    assert '<a href="https://ci.example/">build badge</a>' in page
+    assert '<a href="//evil.example/x.png" class="image">//evil.example/x.png</a>' in page
+    assert '<a href="http://evil.example/c.gif" class="image">pixel</a>' in page
+
+
+def test_a_review_page_in_other_digits_is_refused(client: Client, keys: Keys, svc: MemoryService,
+                                                  remember: Callable[..., str]) -> None:
+    for n in range(3):
+        mid = remember(f"Release train {n}")
+        svc.feedback("default", mid, "amend", actor="sam", text=f"Release train {n}, weekly")
+    signed_in(client, keys.reader)
+    assert client.get("/ns/default/reviews/3").status_code == 200
+    page = client.get("/ns/default/reviews/\u0663")  # Arabic-Indic three
+    assert page.status_code == 400 and "is not a review number" in page.get_data(as_text=True)

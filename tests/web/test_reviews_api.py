@@ -73,3 +73,20 @@ def test_review_bad_input(client: Client, keys: Keys, svc: MemoryService,
     unknown = client.post(f"{API}/reviews/{number}/approve", headers=auth, json={"commits": ["deadbeef"]})
     assert unknown.status_code in (400, 404)
     assert client.get(f"{API}/reviews/{number}", headers=auth).json["status"] == "open"
+
+
+def test_a_review_number_in_other_digits_is_not_a_number(client: Client, keys: Keys, svc: MemoryService,
+                                                         remember: Callable[..., str]) -> None:
+    for _ in range(3):
+        number = propose(svc, remember(f"Release train {_}"), f"Release train {_}, weekly")
+    assert number == 3
+    auth = keys.auth("reviewer")
+    assert client.get(f"{API}/reviews/3", headers=auth).status_code == 200
+    # Arabic-Indic three, full-width three, superscript three: str.isdigit() says yes to each.
+    for digits in ("\u0663", "\uff13", "\u00b3", "+3", "3_0"):
+        for response in (client.get(f"{API}/reviews/{digits}", headers=auth),
+                         client.post(f"{API}/reviews/{digits}/reject", headers=auth, json={})):
+            assert response.status_code == 400, digits
+            assert "is not a review number" in response.json["error"]["message"]
+    assert client.get(f"{API}/reviews/3", headers=auth).json["status"] == "open"
+

@@ -152,3 +152,18 @@ def test_serve_with_a_broker_configured_serves_only(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=60)
     assert "background worker" not in err
+
+
+def test_serve_on_a_busy_port_fails_at_once_naming_it(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITMEM_", "SLACK_"))}
+    env["GITMEM_HOME"] = str(tmp_path / "home")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "gitmem", "serve", "--port", str(port)], env=env,
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    # One line naming the port; no background worker started, no gunicorn retries.
+    assert done.stderr == (f"error: cannot listen on 127.0.0.1:{port}: Address already in use; stop what is "
+                           "using it or choose another --port\n")

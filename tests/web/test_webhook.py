@@ -172,3 +172,25 @@ def test_reader_key_cannot_give_feedback(hclient: Client, hsvc: MemoryService, m
     reader = {"X-API-Key": KeyStore(hsvc.settings.home).create("default", "reader")[0]}
     response = hclient.post(URL, headers=reader, json={"memory_id": mid, "action": "confirm"})
     assert response.status_code == 403
+
+
+def test_a_number_too_long_for_python_is_400(hclient: Client, hsvc: MemoryService, mid: str,
+                                             writer: dict[str, str]) -> None:
+    before = hsvc.status("default")["head"]
+    raw = f'{{"memory_id": "{mid}", "action": "confirm", "n": {"9" * 4301}}}'.encode()
+    stamp = int(time.time())
+    for headers in ({**writer, "Content-Type": "application/json"},
+                    {"Content-Type": "application/json", "X-Gitmem-Timestamp": str(stamp),
+                     "X-Gitmem-Signature": sign(SECRET, stamp, raw)}):
+        response = hclient.post(URL, data=raw, headers=headers)
+        assert response.status_code == 400, response.get_data(as_text=True)
+        assert "digits" in response.json["error"]["message"]
+    assert hsvc.status("default")["head"] == before
+
+
+def test_an_empty_namespace_is_refused_not_taken_for_the_default(hclient: Client, hsvc: MemoryService, mid: str,
+                                                                 writer: dict[str, str]) -> None:
+    before = hsvc.status("default")["head"]
+    response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "confirm", "namespace": ""})
+    assert response.status_code == 400 and "invalid namespace ''" in response.json["error"]["message"]
+    assert hsvc.status("default")["head"] == before

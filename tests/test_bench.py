@@ -1,0 +1,60 @@
+"""The benchmark scripts on small inputs: they run, and refuse bad input clearly (no speed measured)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def script(name: str) -> ModuleType:
+    """Import ``bench/<name>.py`` (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    """200 statements in the data set's form, with near-duplicates as real piles have."""
+    tools, places = ("pnpm", "ruff", "pytest", "docker", "redis"), ("the api", "the web app", "ci", "scripts")
+    lines = [json.dumps({"text": f"Use {tool} for {place}, rule {i % 10}"})
+             for i, (tool, place) in enumerate((t, p) for t in tools for p in places for _ in range(10))]
+    path = tmp_path / "statements.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_bench_consolidate_runs_on_fewer_than_5000_statements(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = script("bench_consolidate")
+    bench.main(["--data", str(data), "--size", "600", "--json"])
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["real_statements"] == 200
+    assert figures["sample_5000"]["statements"] == 600 and figures["sample_5000"]["same_as_all_pairs"]
+    assert figures["large"]["statements"] == 600 and figures["real"]["same_as_all_pairs"]
+
+
+@pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate"])
+def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nowhere.jsonl"
+    with pytest.raises(SystemExit) as exited:
+        script(name).main(["--data", str(missing)])
+    assert exited.value.code == 2
+    assert f"{missing} not found; pass --data PATH" in capsys.readouterr().err
+
+
+def test_bench_api_writes_statements_of_the_data_set(data: Path) -> None:
+    bench = script("bench_api")
+    texts = bench.load_statements(data)
+    made = bench.statements(texts, 250, "api")
+    assert len(set(made)) == 250
+    assert made[0] == f"{texts[0]} [api 0]" and made[200] == f"{texts[0]} [api 200]"
