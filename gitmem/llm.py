@@ -216,6 +216,8 @@ def parse_answer(content: str, kind: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadAnswer(f"not JSON ({exc.msg} at {exc.pos})") from exc
+    except ValueError as exc:  # an integer of more than 4,300 digits
+        raise BadAnswer(f"not JSON that can be read ({exc})") from exc
     except RecursionError as exc:
         # A runaway model that repeats "[" up to its token limit nests deeper than the decoder goes.
         raise BadAnswer("not JSON (nested too deeply)") from exc

@@ -238,3 +238,8 @@ def test_model_text_that_is_not_valid_memory_text_is_a_veto() -> None:
     with running(lambda r: answer(merged="Use tabs.\x00", reason="nul")) as fake:
         decision = client(fake.url).merge([mem("a"), mem("b")], max_chars=200)
     assert decision.text is None and "not valid memory text" in decision.reason
+
+
+def test_a_number_too_long_for_python_is_a_bad_answer() -> None:
+    with pytest.raises(BadAnswer, match="not JSON"):
+        parse_answer('{"merged": null, "reason": "x", "n": ' + "9" * 4301 + "}", "merge")

@@ -826,7 +826,7 @@ def test_a_namespace_name_may_not_end_in_dot_git(settings: Settings, name: str) 
         svc.init(name)
     assert svc.namespaces() == []
     assert not settings.repos_dir.exists() or not any(settings.repos_dir.iterdir())
-    assert svc.init("x.gitx").name == "x.gitx"
+    assert svc.init("x.gitx").endswith("x.gitx.git")
     svc.close()
 
 

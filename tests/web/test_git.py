@@ -109,7 +109,7 @@ def test_dot_dot_paths_are_refused_with_a_json_error(live_server: str, keys: Key
 def test_a_failing_git_backend_is_a_json_500_not_an_empty_one(live_server: str, keys: Keys, svc: MemoryService,
                                                              caplog: pytest.LogCaptureFixture) -> None:
     svc.require("default")  # open while the repository is whole; then someone breaks its config by hand
-    (svc.repo_path("default") / "config").write_text("[broken\n")
+    ((svc.settings.repos_dir / "default.git") / "config").write_text("[broken\n")
     with caplog.at_level(logging.WARNING, logger="gitmem.web.git"):
         status, kind, body = raw_get(live_server, "/git/default.git/info/refs?service=git-upload-pack",
                                      keys.reader)
