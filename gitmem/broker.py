@@ -50,7 +50,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         queue, control, results = broker / "queue", broker / "control", settings.state_dir / "results"
         for folder in (queue, control, results):
             folder.mkdir(parents=True, exist_ok=True)
-        conf["broker_url"] = "filesystem://"
+        # kombu ignores the host of a filesystem broker but warns when none is named.
+        conf["broker_url"] = "filesystem://localhost//"
         conf["broker_transport_options"] = {
             "data_folder_in": str(queue),
             "data_folder_out": str(queue),

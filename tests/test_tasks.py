@@ -222,7 +222,7 @@ def test_beat_runs_every_namespace_on_its_schedule(tmp_path: Path) -> None:
 def test_the_default_schedule_is_daily(settings: Settings) -> None:
     conf = broker.celery_config(settings)
     assert conf["beat_schedule"]["consolidate-every-namespace"]["schedule"] == timedelta(hours=24)
-    assert conf["broker_url"] == "filesystem://"
+    assert conf["broker_url"] == "filesystem://localhost//"
     assert (settings.state_dir / "broker" / "queue").is_dir()
 
 
