@@ -9,6 +9,7 @@ import fnmatch
 from collections.abc import Mapping
 from datetime import datetime
 
+from . import concepts
 from .concepts import Memory
 
 PATH_BOOST = 2.0
@@ -47,18 +48,35 @@ def candidates(limit: int) -> int:
 
 def effective_potency(memory: Memory, at: datetime, uses: Uses) -> float:
     """Potency at ``at``, counting uses recorded but not yet folded into the file."""
-    recorded = uses.get(memory.id)
-    if recorded:
-        memory = memory.with_use(recorded[1], recorded[0])
-    return memory.potency_at(at)
+    return potency_from(memory.potency, memory.last_used or memory.created, memory.tenured,
+                        uses.get(memory.id), at)
+
+
+def potency_from(potency: float, since: datetime, tenured: bool, uses: tuple[int, datetime] | None,
+                 at: datetime) -> float:
+    """:func:`effective_potency` from the fields it needs: what ``Memory.with_use`` then ``potency_at`` give."""
+    if uses:
+        count, last = uses
+        for _ in range(count):
+            potency = concepts.used(potency, since, last, tenured=tenured)
+            since = last
+        potency = round(potency, 4)
+    return concepts.decayed(potency, since, at, tenured=tenured)
 
 
 def score(memory: Memory, relevance: float, potency: float, at: datetime, *, path_match: bool) -> float:
     """A hit's score: relevance x potency / (1 + age in months), x2 on a path match, x0.5 pending."""
-    age_days = max(0.0, (at - (memory.last_used or memory.updated)).total_seconds() / 86400)
+    return score_from(memory.state, memory.last_used or memory.updated, relevance, potency, at,
+                      path_match=path_match)
+
+
+def score_from(state: str, fresh: datetime, relevance: float, potency: float, at: datetime, *,
+               path_match: bool) -> float:
+    """:func:`score` from the fields it needs (``fresh``: the last use, else the last update)."""
+    age_days = max(0.0, (at - fresh).total_seconds() / 86400)
     value = relevance * potency / (1 + age_days / RECENCY_DAYS)
     if path_match:
         value *= PATH_BOOST
-    if memory.state == "pending":
+    if state == "pending":
         value *= PENDING_WEIGHT
     return value

@@ -16,7 +16,7 @@ from typing import Any
 from . import concepts, ranking
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
-from .repo import DISCUSSIONS, CommitInfo, Namespaces
+from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces
 from .settings import Settings
 from .similarity import token_set
 from .templating import render_template
@@ -98,39 +98,62 @@ class Recall:
         at = now()
         with self.namespaces.using(namespace) as ns:
             ns.synced()
-            candidates: dict[str, tuple[Memory, float]] = {}
             if query:
-                q = token_set(query)
-                found = ns.index.search(q, limit=ranking.candidates(limit))
-                top = max((score for _, score in found), default=0.0) or 1.0
-                for row, score in found:
-                    coverage = len(q & row.tokens) / len(q)
-                    candidates[row.memory.id] = (row.memory, 0.5 * score / top + 0.5 * coverage)
-            if files:
-                for memory in ns.index.all(states=None, with_paths=True):
-                    if memory.id not in candidates and not query:
-                        candidates[memory.id] = (memory, 1.0)
-            if not query and not files:
-                for memory in ns.index.all(states=["active", "pending"]):
-                    candidates[memory.id] = (memory, 1.0)
-            pending = ns.usage.pending(ids=candidates)
-            hits: builtins.list[Hit] = []
-            for memory, relevance in candidates.values():
-                if memory.state == "archived" and not include_archived:
-                    continue
-                potency = ranking.effective_potency(memory, at, pending)
-                if potency < concepts.ARCHIVE_BELOW and not include_archived:
-                    continue
-                matched = any(ranking.path_matches(p, f) for p in memory.paths for f in files)
-                if files and not query and not matched:
-                    continue
-                score = ranking.score(memory, relevance, potency, at, path_match=matched)
-                hits.append(Hit(memory, score, potency, matched))
-            hits.sort(key=lambda h: (-h.score, h.memory.id))
-            hits = hits[:limit]
+                hits = self._matching(ns, token_set(query), files, limit, at, include_archived)
+            else:
+                hits = self._strongest(ns, files, limit, at, include_archived)
             if record and hits:
                 ns.usage.record((h.memory.id for h in hits), at)
         return hits
+
+    def _strongest(self, ns: Namespace, files: builtins.list[str], limit: int, at: datetime,
+                   include_archived: bool) -> builtins.list[Hit]:
+        """With no query: the memories about ``files``, or the strongest of all, by potency and recency."""
+        if files:
+            candidates = ns.index.all(states=None, with_paths=True)
+        else:
+            candidates = ns.index.all(states=["active", "pending"])
+        pending = ns.usage.pending(ids=[m.id for m in candidates])
+        hits: builtins.list[Hit] = []
+        relevance = 1.0
+        for memory in candidates:
+            if memory.state == "archived" and not include_archived:
+                continue
+            potency = ranking.effective_potency(memory, at, pending)
+            if potency < concepts.ARCHIVE_BELOW and not include_archived:
+                continue
+            matched = any(ranking.path_matches(p, f) for p in memory.paths for f in files)
+            if files and not matched:
+                continue
+            score = ranking.score(memory, relevance, potency, at, path_match=matched)
+            hits.append(Hit(memory, score, potency, matched))
+        hits.sort(key=lambda h: (-h.score, h.memory.id))
+        return hits[:limit]
+
+    def _matching(self, ns: Namespace, q: frozenset[str], files: builtins.list[str], limit: int, at: datetime,
+                  include_archived: bool) -> builtins.list[Hit]:
+        """Text matches of a query ranked as :meth:`recall` says, decoding the documents of the hits only."""
+        found = ns.index.candidates(q, limit=ranking.candidates(limit))
+        top = max((c.score for c in found), default=0.0) or 1.0
+        pending = ns.usage.pending(ids=[c.id for c in found])
+        paths: dict[int, tuple[str, ...]] = {}
+        if files:
+            paths = {r: m.paths for r, m in ns.index.documents(c.rowid for c in found if c.pathful).items()}
+        ranked: builtins.list[tuple[float, Candidate, float, bool]] = []
+        for c in found:
+            if c.state == "archived" and not include_archived:
+                continue
+            potency = ranking.potency_from(c.potency, c.since, c.tenured, pending.get(c.id), at)
+            if potency < concepts.ARCHIVE_BELOW and not include_archived:
+                continue
+            relevance = 0.5 * c.score / top + 0.5 * len(q & c.tokens) / len(q)
+            matched = any(ranking.path_matches(p, f) for p in paths.get(c.rowid, ()) for f in files)
+            ranked.append((ranking.score_from(c.state, c.fresh, relevance, potency, at, path_match=matched),
+                           c, potency, matched))
+        ranked.sort(key=lambda r: (-r[0], r[1].id))
+        ranked = ranked[:limit]
+        docs = ns.index.documents(c.rowid for _, c, _, _ in ranked)
+        return [Hit(docs[c.rowid], score, potency, matched) for score, c, potency, matched in ranked]
 
     def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
                 *, record: bool = True, label: str | None = None) -> str:

@@ -14,7 +14,7 @@ Everything above this layer works with the names exported here and never imports
 
 from __future__ import annotations
 
-from .index import Row, SearchIndex, UsageLog, is_memory_path, match_tokens
+from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
 from .replays import ReplayGuard
@@ -22,7 +22,8 @@ from .runstate import AlreadyRunning, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Store, parse_trailers
 
 __all__ = [
-    "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Change", "Commit",
+    "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Candidate",
+    "Change", "Commit",
     "CommitInfo", "FileChange", "KeyStore", "Namespace", "Namespaces", "Plan", "ReplayGuard", "Row",
     "RunState", "SearchIndex", "Store", "UsageLog", "check_namespace", "is_memory_path", "match_tokens",
     "parse_trailers", "role_rank",

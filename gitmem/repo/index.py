@@ -15,7 +15,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,13 @@ CREATE TABLE IF NOT EXISTS memories(
     state TEXT NOT NULL,
     norm TEXT NOT NULL,
     tokens TEXT NOT NULL,
-    doc TEXT NOT NULL
+    doc TEXT NOT NULL,
+    -- what ranking needs, so a search decodes the documents of its hits only (Unix seconds)
+    potency REAL NOT NULL,
+    since REAL NOT NULL,
+    fresh REAL NOT NULL,
+    tenured INTEGER NOT NULL,
+    pathful INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS memories_id ON memories(id);
 CREATE INDEX IF NOT EXISTS memories_norm ON memories(norm);
@@ -47,11 +53,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS vocab(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
-_SCHEMA_VERSION = "2"
+_SCHEMA_VERSION = "3"
 # A search scores every document that holds any of its tokens. Past this many postings it leaves
 # out the commonest tokens (recall still counts them in its coverage of the query): at 100,000
 # memories "use" alone is in a quarter of them, and scoring those took most of a query's time.
-SEARCH_POSTINGS = 1500
+SEARCH_POSTINGS = 800
 # The document frequencies behind that choice are refreshed when the index grew or shrank by this.
 VOCAB_DRIFT = 0.1
 
@@ -73,6 +79,22 @@ class Row:
 
     memory: Memory
     tokens: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A search hit with what ranking needs, before its document is decoded."""
+
+    rowid: int
+    id: str
+    state: str
+    potency: float
+    since: datetime  # the last use, else creation: where potency decays from
+    fresh: datetime  # the last use, else the last update: what recency counts from
+    tenured: bool
+    pathful: bool
+    tokens: frozenset[str]
+    score: float
 
 
 def _connect(path: Path, *, durable: bool = True) -> sqlite3.Connection:
@@ -288,9 +310,11 @@ class SearchIndex:
             return
         toks = " ".join(match_tokens(memory.title, memory.text, memory.tags))
         cur = db.execute(
-            "INSERT INTO memories(id, path, type, state, norm, tokens, doc) VALUES(?,?,?,?,?,?,?)",
+            "INSERT INTO memories(id, path, type, state, norm, tokens, doc, potency, since, fresh, tenured, "
+            "pathful) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
             (memory.id, path, memory.type, memory.state, normalise(memory.text), toks,
-             memory_to_doc(memory)),
+             memory_to_doc(memory), memory.potency, (memory.last_used or memory.created).timestamp(),
+             (memory.last_used or memory.updated).timestamp(), int(memory.tenured), int(bool(memory.paths))),
         )
         db.execute("INSERT INTO fts(rowid, tokens) VALUES(?, ?)", (cur.lastrowid, toks))
 
@@ -327,6 +351,31 @@ class SearchIndex:
             (match, limit),
         ).fetchall()
         return [(Row(doc_to_memory(d), _token_set(t)), -s) for d, t, s in rows]
+
+    def candidates(self, query_tokens: Iterable[str], limit: int = 50) -> list[Candidate]:
+        """:meth:`search` without decoding the documents: best BM25 first, with the fields to rank by."""
+        unique = self._selective(sorted(set(query_tokens)))
+        if not unique:
+            return []
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
+        rows = self.db.execute(
+            "SELECT m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.tokens, f.score "
+            "FROM (SELECT rowid, bm25(fts) AS score FROM fts WHERE fts MATCH ? ORDER BY score, rowid LIMIT ?) AS f "
+            "JOIN memories m ON m.rowid = f.rowid ORDER BY f.score, f.rowid",
+            (match, limit),
+        ).fetchall()
+        stamp = datetime.fromtimestamp
+        return [Candidate(r, i, st, p, stamp(since, UTC), stamp(fresh, UTC), bool(ten), bool(pf), _token_set(t), -s)
+                for r, i, st, p, since, fresh, ten, pf, t, s in rows]
+
+    def documents(self, rowids: Iterable[int]) -> dict[int, Memory]:
+        """The memories at these rows of the index."""
+        wanted = list(rowids)
+        if not wanted:
+            return {}
+        rows = self.db.execute(f"SELECT rowid, doc FROM memories WHERE rowid IN ({','.join('?' * len(wanted))})",
+                               wanted).fetchall()
+        return {r: doc_to_memory(d) for r, d in rows}
 
     def _selective(self, tokens: list[str]) -> list[str]:
         """The query tokens worth scoring: all of them, or the rarest within :data:`SEARCH_POSTINGS`."""
