@@ -6,6 +6,7 @@
     index.py      the derived search index (SQLite FTS5) and the usage log
     namespace.py  a namespace's open handles and how a plan becomes a commit; the registry
     runstate.py   the per-namespace consolidation lock and trigger state
+    leases.py     the same lock across hosts: a lease on Redis with fencing tokens (loads redis)
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently
 
@@ -18,12 +19,12 @@ from .index import Row, SearchIndex, UsageLog, is_memory_path, match_tokens
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
 from .replays import ReplayGuard
-from .runstate import AlreadyRunning, RunState
-from .store import MAIN, Change, Commit, CommitInfo, FileChange, Store, parse_trailers
+from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
+from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Change", "Commit",
-    "CommitInfo", "FileChange", "KeyStore", "Namespace", "Namespaces", "Plan", "ReplayGuard", "Row",
-    "RunState", "SearchIndex", "Store", "UsageLog", "check_namespace", "is_memory_path", "match_tokens",
-    "parse_trailers", "role_rank",
+    "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence", "Namespace", "Namespaces",
+    "Plan", "ReplayGuard", "Row", "RunState", "SearchIndex", "Store",
+    "UsageLog", "check_namespace", "is_memory_path", "match_tokens", "parse_trailers", "role_rank",
 ]
