@@ -235,10 +235,20 @@ def test_enqueueing_an_unknown_namespace_is_a_clear_error(settings: Settings) ->
         MemoryService(settings).dispatch("../etc", background=True)
 
 
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="Celery warns only of a worker run as root")
 def test_a_root_worker_is_not_warned_about_pickle_it_never_takes(settings: Settings, tmp_path: Path) -> None:
     log = tmp_path / "worker.log"
     with worker(settings, log):
         wait_for(lambda: "ready." in log.read_text(errors="replace"), "the worker starting", log)
     assert "superuser privileges" not in log.read_text(errors="replace")
+
+
+def test_runs_are_acknowledged_when_done_and_handed_back_when_a_worker_dies(settings: Settings) -> None:
+    embedded = broker.celery_config(settings)
+    assert embedded["task_acks_late"] and embedded["task_reject_on_worker_lost"]
+    conf = broker.celery_config(settings.with_(broker_url=REDIS, broker_visibility_timeout=20))
+    assert conf["task_acks_late"] and conf["task_reject_on_worker_lost"]
+    assert conf["broker_transport_options"]["visibility_timeout"] == 20
+    assert conf["broker_transport_options"]["unacked_restore_interval"] == 5
+    amqp = broker.celery_config(settings.with_(broker_url="amqp://guest@127.0.0.1//"))
+    assert "broker_transport_options" not in amqp  # RabbitMQ redelivers when the connection closes
