@@ -39,7 +39,9 @@ from .repo import (
     KeyStore,
     Leases,
     Namespaces,
+    RedisReplayGuard,
     ReplayGuard,
+    SqliteReplayGuard,
     role_rank,
 )
 from .repo import check_namespace as check_namespace
@@ -150,6 +152,17 @@ class MemoryService:
         if self._keys is None:
             self._keys = KeyStore(self.settings.home)
         return self._keys
+
+    def replay_guard(self, window: int) -> ReplayGuard:
+        """Where signed webhook requests seen within ``window`` seconds are kept, for every web process.
+
+        In Redis when hosts share one (``GITMEM_REDIS_URL``, or a Redis broker), else in SQLite
+        under the state folder.
+        """
+        url = self.settings.shared_redis_url
+        if url is not None:
+            return RedisReplayGuard(url, self.settings.celery_queue, window)
+        return SqliteReplayGuard(self.settings.state_dir / "webhook-signatures.sqlite", window)
 
     # --- export and consolidation --------------------------------------------------------------
 

@@ -50,6 +50,9 @@ class Settings:
     """Everything gitmem can be configured with; immutable once built."""
 
     home: Path = field(default_factory=default_home)
+    #: Derived state (indexes, usage logs, run state); None: ``home/state``. A host's local disk
+    #: when ``home`` is a network file system, where SQLite is not safe.
+    state_home: Path | None = None
     default_namespace: str = "default"
 
     # Memory limits and write gate.
@@ -116,8 +119,8 @@ class Settings:
 
     @property
     def state_dir(self) -> Path:
-        """Derived, disposable state: search indexes, usage logs, broker files."""
-        return self.home / "state"
+        """Derived state: search indexes, usage logs, run state, broker files (``state_home``)."""
+        return self.state_home if self.state_home is not None else self.home / "state"
 
     @property
     def shared_redis_url(self) -> str | None:

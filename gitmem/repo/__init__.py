@@ -8,7 +8,7 @@
     runstate.py   the per-namespace consolidation lock and trigger state
     leases.py     the same lock across hosts: a lease on Redis with fencing tokens (loads redis)
     keys.py       API keys, stored hashed in keys.json
-    replays.py    webhook signatures seen recently
+    replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
 
 Everything above this layer works with the names exported here and never imports pygit2.
 """
@@ -18,13 +18,13 @@ from __future__ import annotations
 from .index import Row, SearchIndex, UsageLog, is_memory_path, match_tokens
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
-from .replays import ReplayGuard
+from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Change", "Commit",
     "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence", "Namespace", "Namespaces",
-    "Plan", "ReplayGuard", "Row", "RunState", "SearchIndex", "Store",
+    "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState", "SearchIndex", "SqliteReplayGuard", "Store",
     "UsageLog", "check_namespace", "is_memory_path", "match_tokens", "parse_trailers", "role_rank",
 ]
