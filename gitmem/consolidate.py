@@ -492,9 +492,13 @@ class Consolidation:
         self.reviews = reviews
         self.settings = settings
 
-    def state(self, namespace: str) -> RunState:
-        """The namespace's run lock and state file (when it last ran, when a run was last queued)."""
-        leases = self.leases() if self.leases is not None else None
+    def state(self, namespace: str, *, shared: bool = False) -> RunState:
+        """The namespace's run lock and state file (when it last ran, when a run was last queued).
+
+        ``shared``: the lock takes the lease every host shares too. Only a run asks for it, so the
+        trigger after a write (in a web server's threads) never loads the Redis client.
+        """
+        leases = self.leases() if shared and self.leases is not None else None
         return RunState(self.settings.state_dir, self.namespaces.open(namespace).name, leases)
 
     def plan(self, namespace: str) -> Plan:
@@ -525,7 +529,7 @@ class Consolidation:
         if dry_run:
             plan_ = self.plan(namespace)
             return RunResult(namespace, True, (), None, None, _dry_summary(plan_), plan_, model.name)
-        state = self.state(namespace)
+        state = self.state(namespace, shared=True)
         with state.lock() as fence:
             waiting = self.pending_review(namespace)
             if waiting is not None:

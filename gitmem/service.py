@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -90,6 +91,7 @@ class MemoryService:
         recall = Recall(self._namespaces, settings)
         memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None)
         self._leases: Leases | None = None
+        self._leases_lock = threading.Lock()
         self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm,
                                             self._shared_leases)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
@@ -204,11 +206,12 @@ class MemoryService:
         url = self.settings.shared_redis_url
         if url is None:
             return None
-        if self._leases is None:
-            from .repo.leases import RedisLeases  # redis loads only when hosts share one
+        with self._leases_lock:
+            if self._leases is None:
+                from .repo.leases import RedisLeases  # redis loads only when hosts share one
 
-            self._leases = RedisLeases(url, self.settings.celery_queue, self.settings.lock_lease_seconds)
-        return self._leases
+                self._leases = RedisLeases(url, self.settings.celery_queue, self.settings.lock_lease_seconds)
+            return self._leases
 
     def _llm(self) -> LLM:
         """The configured model, or the offline rules (the HTTP client loads only when configured)."""

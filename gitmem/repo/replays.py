@@ -76,19 +76,23 @@ class RedisReplayGuard(ReplayGuard):
     """
 
     def __init__(self, url: str, prefix: str, window: int) -> None:
+        # Loaded here, when the app is made, not by the first requests in several threads at once.
+        from . import leases
+
+        self._connect = leases.connect
         self.url = url
         self.prefix = prefix
         self.window = window
         self._client: redis.Redis | None = None
+        self._lock = threading.Lock()
 
     def first_use(self, signature: str, timestamp: int) -> bool:
         """Record a signature; False when it was recorded before (by any host)."""
-        from redis.exceptions import RedisError  # redis loads only when hosts share one
+        from redis.exceptions import RedisError  # loaded with the leases module in __init__
 
-        from .leases import connect
-
-        if self._client is None:
-            self._client = connect(self.url)
+        with self._lock:
+            if self._client is None:
+                self._client = self._connect(self.url)
         try:
             stored = self._client.set(f"{self.prefix}:webhook-signature:{signature}", timestamp, nx=True,
                                       ex=2 * self.window)
