@@ -5,6 +5,17 @@ With ``GITMEM_BROKER_URL`` unset the broker is embedded: kombu's filesystem tran
 ``gitmem worker`` works out of the box. With ``redis://`` or ``amqp://`` it uses that broker.
 Enqueuing sends a task by name and needs none of the task code (:mod:`gitmem.tasks`), so the
 service can hand work to the workers without importing them.
+
+Tasks are acknowledged when they finish, not when they start (``task_acks_late``), and a task
+whose pool process dies is handed back to the broker (``task_reject_on_worker_lost``), so a run
+cut short by a dying worker is run again. How soon depends on the broker: RabbitMQ redelivers
+as soon as the dead worker's connection closes; Redis after ``broker_visibility_timeout``
+seconds (``GITMEM_BROKER_VISIBILITY_TIMEOUT``, an hour by default: it must be longer than the
+longest run, or a run still going is handed to a second worker, which then finds the namespace
+locked); the embedded broker takes a message off its folder when a worker receives it, so a
+worker killed outright loses its run (a pool process that dies is still handed back), and the
+next trigger or the daily schedule runs it again. Runs are safe to repeat: see
+:mod:`gitmem.consolidate`.
 """
 
 from __future__ import annotations
@@ -35,6 +46,8 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "enable_utc": True,
         "timezone": "UTC",
         "worker_prefetch_multiplier": 1,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
         "broker_connection_retry_on_startup": True,
         "result_expires": timedelta(days=7),
         "beat_schedule_filename": str(settings.state_dir / "celerybeat-schedule"),
@@ -66,6 +79,15 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         default_backend = url if url.startswith(("redis://", "rediss://")) else "rpc://"
         conf["result_backend"] = settings.result_backend or default_backend
         conf["broker_connection_timeout"] = 5
+        if url.startswith(("redis://", "rediss://")):
+            visibility = settings.broker_visibility_timeout
+            conf["broker_transport_options"] = {
+                "visibility_timeout": visibility,
+                # Look for runs of dead workers to hand back a few times per visibility timeout,
+                # at most every 10 s (kombu's own default sweep is 100 s apart).
+                "unacked_restore_interval": max(1, min(10, int(visibility / 4))),
+                "unacked_restore_throttle": 1,
+            }
     return conf
 
 

@@ -8,6 +8,13 @@ every decision that changes something becomes one commit on a new branch
 ``consolidate/<namespace>/<timestamp>`` off main, with the reason in its message, and a review is
 opened. Nothing reaches main until someone approves the review (:mod:`gitmem.reviews`).
 
+One run of a namespace at a time: a run holds the namespace's lock (a file lock, and a lease on
+Redis when hosts share one, :mod:`gitmem.repo.leases`) and checks it right before every ref it
+moves, so a run that lost its lease writes nothing more. A namespace has at most one open
+consolidation review: a run that finds one stops with :class:`ReviewStillOpen` (a second review
+of the same memories would go stale the moment the first is approved), which is also what a
+run redelivered after its worker died finds when the dead run had opened its review.
+
 Clusters come from :mod:`gitmem.clustering` (complete linkage, no chaining). The trigger rule
 (:meth:`Consolidation.should_trigger`) says when a write should start a run.
 """
@@ -23,11 +30,11 @@ from typing import Any
 from . import concepts, notify, ranking
 from .clustering import find_clusters
 from .concepts import Memory, now
-from .errors import Conflict, Unavailable
+from .errors import Conflict, ReviewStillOpen, Unavailable
 from .llm import LLM, Judgement, MergeDecision, PairDecision
 from .memories import Memories
-from .repo import AlreadyRunning, Change, Commit, Namespace, Namespaces, Row, RunState
-from .reviews import Reviews
+from .repo import AlreadyRunning, Change, Commit, Leases, Namespace, Namespaces, Row, RunState
+from .reviews import Review, Reviews
 from .settings import Settings
 from .similarity import similarity
 
@@ -42,7 +49,7 @@ ACTOR = "gitmem"
 TRIGGER_THROTTLE = timedelta(hours=1)
 
 Progress = Callable[[int, int, str], None]
-__all__ = ["AlreadyRunning", "Consolidation", "Plan", "RunResult"]
+__all__ = ["AlreadyRunning", "Consolidation", "Plan", "ReviewStillOpen", "RunResult"]
 
 
 # --- the plan -----------------------------------------------------------------------------------
@@ -473,17 +480,26 @@ class Consolidation:
     """Plan, decide and run consolidation of any namespace, and the rule that triggers a run."""
 
     def __init__(self, namespaces: Namespaces, memories: Memories, reviews: Reviews, settings: Settings,
-                 llm: Callable[[], LLM]) -> None:
-        """Work on ``namespaces``; ``llm()`` gives the model that decides when a run is given none."""
+                 llm: Callable[[], LLM], leases: Callable[[], Leases | None] | None = None) -> None:
+        """Work on ``namespaces``; ``llm()`` gives the model that decides when a run is given none.
+
+        ``leases()`` gives the locks shared by every host (None: the file lock alone will do).
+        """
         self.namespaces = namespaces
+        self.leases = leases
         self.llm = llm
         self.memories = memories
         self.reviews = reviews
         self.settings = settings
 
-    def state(self, namespace: str) -> RunState:
-        """The namespace's run lock and state file (when it last ran, when a run was last queued)."""
-        return RunState(self.settings.state_dir, self.namespaces.open(namespace).name)
+    def state(self, namespace: str, *, shared: bool = False) -> RunState:
+        """The namespace's run lock and state file (when it last ran, when a run was last queued).
+
+        ``shared``: the lock takes the lease every host shares too. Only a run asks for it, so the
+        trigger after a write (in a web server's threads) never loads the Redis client.
+        """
+        leases = self.leases() if shared and self.leases is not None else None
+        return RunState(self.settings.state_dir, self.namespaces.open(namespace).name, leases)
 
     def plan(self, namespace: str) -> Plan:
         """Decide what a run would look at, reading main and the usage log; writes nothing."""
@@ -504,17 +520,25 @@ class Consolidation:
 
         Folds the recorded usage into main first (so potencies are current), plans, asks the LLM,
         writes one commit per decision on ``consolidate/<namespace>/<timestamp>`` and opens a
-        review. Raises :class:`AlreadyRunning` when another run holds the namespace.
+        review. Raises :class:`AlreadyRunning` when another run holds the namespace,
+        :class:`ReviewStillOpen` when a consolidation review waits for a decision, and
+        :class:`~gitmem.errors.LeaseLost` when this run's lease expired before it could write.
         """
         ns = self.namespaces.open(namespace)  # NamespaceNotFound before anything else
         model = llm or self.llm()
         if dry_run:
             plan_ = self.plan(namespace)
             return RunResult(namespace, True, (), None, None, _dry_summary(plan_), plan_, model.name)
-        state = self.state(namespace)
-        with state.lock():
-            self.reviews.prune_orphans(namespace)
-            self.memories.fold_usage(namespace, actor=ACTOR)
+        state = self.state(namespace, shared=True)
+        with state.lock() as fence:
+            waiting = self.pending_review(namespace)
+            if waiting is not None:
+                raise ReviewStillOpen(
+                    f"consolidation review #{waiting.number} of namespace {namespace!r} is still open; "
+                    f"approve or reject it first (`gitmem review show {waiting.number}`), then run again",
+                    waiting.number)
+            self.reviews.prune_orphans(namespace, guard=fence.check)
+            self.memories.fold_usage(namespace, actor=ACTOR, guard=fence.check)
             plan_ = self.plan(namespace)
             head = ns.store.commit(plan_.head)
             decisions, failures = decide(plan_, model, max_chars=self.settings.merged_max_chars,
@@ -528,10 +552,10 @@ class Consolidation:
                 with ns.lock:
                     branch = ns.store.write_branch(
                         head, changes, f"refs/heads/consolidate/{namespace}/{plan_.at.strftime('%Y%m%dT%H%M%SZ')}",
-                        "consolidation")
+                        "consolidation", guard=fence.check)
                 review = self.reviews.open(namespace, branch=branch, base=plan_.head,
                                            title=title[:1].upper() + title[1:], author=ACTOR,
-                                           kind="consolidation", description=description)
+                                           kind="consolidation", description=description, guard=fence.check)
             summary = summarise(decisions, review.number if review else None)
             state.write(last_run=concepts.iso(now()), active_at_last_run=plan_.active)
             result = RunResult(namespace, False, tuple(decisions), review.number if review else None,
@@ -542,9 +566,13 @@ class Consolidation:
                                            "merges": result.merges})
         return result
 
+    def pending_review(self, namespace: str) -> Review | None:
+        """The consolidation review of ``namespace`` that waits for a decision, if any."""
+        return next((r for r in self.reviews.list(namespace, status="open") if r.kind == "consolidation"), None)
+
     def open_review(self, namespace: str) -> bool:
         """Whether a consolidation review of ``namespace`` is waiting for a decision."""
-        return any(r.kind == "consolidation" for r in self.reviews.list(namespace, status="open"))
+        return self.pending_review(namespace) is not None
 
     def should_trigger(self, namespace: str, at: datetime | None = None) -> bool:
         """The trigger rule after a write added a memory.

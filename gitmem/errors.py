@@ -14,7 +14,10 @@
      │    ├── RefRaceLost        compare-and-swap kept losing to other writers
      │    │    └── RefLocked     git's lock file on the branch stays in the way (names it)
      │    ├── MergeConflict      a reviewed commit no longer applies to main
-     │    └── StaleReview        main changed the reviewed memories meanwhile
+     │    ├── StaleReview        main changed the reviewed memories meanwhile
+     │    ├── AlreadyRunning     another consolidation of the namespace holds its lock
+     │    ├── LeaseLost          a run's lock expired (another host may hold it): it wrote nothing more
+     │    └── ReviewStillOpen    a consolidation review of the namespace waits for a decision
      ├── MalformedConcept        a memory file that does not parse, a path git refuses (HTTP 422)
      ├── PermissionDenied        the caller may not do this                          (HTTP 403)
      └── Unavailable             a backing service (LLM, broker) did not answer      (HTTP 503)
@@ -90,6 +93,22 @@ class RefLocked(RefRaceLost):
 
 class StaleReview(Conflict):
     """The memories under review changed on main after the review was opened."""
+
+
+class AlreadyRunning(Conflict):
+    """Another consolidation of the same namespace holds the lock."""
+
+
+class LeaseLost(Conflict):
+    """A consolidation's lock expired or was taken over; the run stopped before writing more."""
+
+
+class ReviewStillOpen(Conflict):
+    """A consolidation review of the namespace is open: a new run would overlap it."""
+
+    def __init__(self, message: str, number: int) -> None:
+        super().__init__(message)
+        self.number = number
 
 
 class MalformedConcept(GitmemError):

@@ -14,7 +14,7 @@ from typing import Any
 from . import concepts
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
-from .repo import Change, Commit, Namespaces, match_tokens
+from .repo import Change, Commit, Guard, Namespaces, match_tokens
 from .settings import Settings
 from .similarity import dice, normalise
 
@@ -312,8 +312,11 @@ class Memories:
             commit = ns.commit(plan)
         return WriteResult(result["outcome"], result["memory"], commit)
 
-    def fold_usage(self, namespace: str, *, actor: str | None = None) -> str | None:
-        """Fold the recorded uses into the memory files in one commit; None when there were none."""
+    def fold_usage(self, namespace: str, *, actor: str | None = None, guard: Guard | None = None) -> str | None:
+        """Fold the recorded uses into the memory files in one commit; None when there were none.
+
+        ``guard`` runs right before main moves and may raise to stop the fold (the uses stay logged).
+        """
         with self.namespaces.using(namespace) as ns, ns.usage.folding():
             high = ns.usage.high_water()
             if not high:
@@ -337,7 +340,7 @@ class Memories:
                 return Change(files, f"usage: fold {uses} uses of {len(ids)} memories", "usage",
                               tuple(ids), None, actor)
 
-            commit = ns.commit(plan)
+            commit = ns.commit(plan, guard)
             ns.usage.clear(high)
             return commit
 

@@ -37,7 +37,7 @@ from .errors import (
     ReviewNotFound,
     StaleReview,
 )
-from .repo import MAIN, Change, Commit, Namespaces, Store, is_memory_path, parse_trailers
+from .repo import MAIN, Change, Commit, Guard, Namespaces, Store, is_memory_path, parse_trailers
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -163,8 +163,11 @@ class Reviews:
         return sorted(reviews, key=lambda r: r.number)
 
     def _save(self, namespace: str, number: int | None, update: Callable[[Any], Review], summary: str,
-              actor: str) -> Review:
-        """Create (``number`` None) or update a record with a compare-and-swap commit."""
+              actor: str, guard: Guard | None = None) -> Review:
+        """Create (``number`` None) or update a record with a compare-and-swap commit.
+
+        ``guard`` runs right before the record is published (see ``Store.transact``).
+        """
         store = self._store(namespace)
         saved: dict[str, Review] = {}
 
@@ -183,7 +186,7 @@ class Reviews:
             return Change({f"reviews/{review.number}.json": data}, f"review #{review.number}: {summary}",
                           "review", (), None, actor)
 
-        store.transact(plan, REVIEWS_REF)
+        store.transact(plan, REVIEWS_REF, guard=guard)
         return saved["review"]
 
     # --- reading ---------------------------------------------------------------------------------
@@ -235,8 +238,11 @@ class Reviews:
     # --- writing ---------------------------------------------------------------------------------
 
     def open(self, namespace: str, *, branch: str, base: str, title: str, author: str, kind: str,
-             description: str = "") -> Review:
-        """Record a new open review of ``branch`` (a full ref name) against main at ``base``."""
+             description: str = "", guard: Guard | None = None) -> Review:
+        """Record a new open review of ``branch`` (a full ref name) against main at ``base``.
+
+        ``guard`` runs right before the record is published and may raise to stop it.
+        """
         store = self.namespaces.open(namespace).store
         head = store.head_id(branch)
         if head is None:
@@ -251,7 +257,7 @@ class Reviews:
             return Review(number, namespace, title, "open", kind, branch, base, head, author, at, at,
                           description)
 
-        review = self._save(namespace, None, make, f"open {title}", author)
+        review = self._save(namespace, None, make, f"open {title}", author, guard)
         if kind != "consolidation":  # a consolidation run announces its own review, with its merges
             notify.publish(self.settings, {"event": "review.opened", "namespace": namespace,
                                           "review": review.to_dict(),
@@ -363,12 +369,18 @@ class Reviews:
         self._publish(namespace, review)
         return review
 
-    def prune_orphans(self, namespace: str) -> builtins.list[str]:
-        """Delete consolidation branches that have no review (left by a run killed mid-write)."""
+    def prune_orphans(self, namespace: str, guard: Guard | None = None) -> builtins.list[str]:
+        """Delete consolidation branches that have no review (left by a run killed mid-write).
+
+        Only a run holding the namespace's consolidation lock may call this (another run's
+        branch has no review until it finishes); ``guard`` checks the lock before each deletion.
+        """
         store = self.namespaces.open(namespace).store
         known = {r.branch for r in self.list(namespace)}
         gone = [ref for ref in store.refs(f"refs/heads/consolidate/{namespace}/") if ref not in known]
         for ref in gone:
+            if guard is not None:
+                guard()
             store.delete_ref(ref)
         return gone
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,7 +32,19 @@ from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .llm import LLM
 from .memories import Memories, WriteResult
 from .recall import Comment, Hit, Recall
-from .repo import ALL_NAMESPACES, ROLES, ApiKey, CommitInfo, KeyStore, Namespaces, ReplayGuard, role_rank
+from .repo import (
+    ALL_NAMESPACES,
+    ROLES,
+    ApiKey,
+    CommitInfo,
+    KeyStore,
+    Leases,
+    Namespaces,
+    RedisReplayGuard,
+    ReplayGuard,
+    SqliteReplayGuard,
+    role_rank,
+)
 from .repo import check_namespace as check_namespace
 from .reviews import STATUSES as REVIEW_STATUSES
 from .reviews import Review, Reviews
@@ -77,7 +90,10 @@ class MemoryService:
         self.reviews = Reviews(self._namespaces, settings)
         recall = Recall(self._namespaces, settings)
         memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None)
-        self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm)
+        self._leases: Leases | None = None
+        self._leases_lock = threading.Lock()
+        self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm,
+                                            self._shared_leases)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
         self._keys: KeyStore | None = None
 
@@ -139,6 +155,17 @@ class MemoryService:
             self._keys = KeyStore(self.settings.home)
         return self._keys
 
+    def replay_guard(self, window: int) -> ReplayGuard:
+        """Where signed webhook requests seen within ``window`` seconds are kept, for every web process.
+
+        In Redis when hosts share one (``GITMEM_REDIS_URL``, or a Redis broker), else in SQLite
+        under the state folder.
+        """
+        url = self.settings.shared_redis_url
+        if url is not None:
+            return RedisReplayGuard(url, self.settings.celery_queue, window)
+        return SqliteReplayGuard(self.settings.state_dir / "webhook-signatures.sqlite", window)
+
     # --- export and consolidation --------------------------------------------------------------
 
     def export(self, namespace: str, fmt: str, dest: Path | None = None) -> str:
@@ -173,6 +200,18 @@ class MemoryService:
 
             self._queue = CeleryQueue(self.settings)
         return self._queue
+
+    def _shared_leases(self) -> Leases | None:
+        """The consolidation leases on the Redis every host shares, or None (the file lock alone)."""
+        url = self.settings.shared_redis_url
+        if url is None:
+            return None
+        with self._leases_lock:
+            if self._leases is None:
+                from .repo.leases import RedisLeases  # redis loads only when hosts share one
+
+                self._leases = RedisLeases(url, self.settings.celery_queue, self.settings.lock_lease_seconds)
+            return self._leases
 
     def _llm(self) -> LLM:
         """The configured model, or the offline rules (the HTTP client loads only when configured)."""

@@ -50,6 +50,9 @@ class Settings:
     """Everything gitmem can be configured with; immutable once built."""
 
     home: Path = field(default_factory=default_home)
+    #: Derived state (indexes, usage logs, run state); None: ``home/state``. A host's local disk
+    #: when ``home`` is a network file system, where SQLite is not safe.
+    state_home: Path | None = None
     default_namespace: str = "default"
 
     # Memory limits and write gate.
@@ -68,6 +71,13 @@ class Settings:
     # Celery: unset broker means the embedded, serverless one under ``home``.
     broker_url: str | None = None
     result_backend: str | None = None
+    # Seconds a Redis broker waits for a task's acknowledgement before handing it to another worker.
+    broker_visibility_timeout: float = 3600.0
+
+    # Several hosts: Redis for the consolidation lock and the webhook replay window (default: the
+    # broker, when it is Redis), and how long a run's lock lasts unless its holder renews it.
+    redis_url: str | None = None
+    lock_lease_seconds: float = 60.0
 
     # LLM port: unset base URL means the offline rule-based default.
     llm_base_url: str | None = None
@@ -109,8 +119,17 @@ class Settings:
 
     @property
     def state_dir(self) -> Path:
-        """Derived, disposable state: search indexes, usage logs, broker files."""
-        return self.home / "state"
+        """Derived state: search indexes, usage logs, run state, broker files (``state_home``)."""
+        return self.state_home if self.state_home is not None else self.home / "state"
+
+    @property
+    def shared_redis_url(self) -> str | None:
+        """The Redis every host shares locks and seen webhook signatures through, if any."""
+        if self.redis_url:
+            return self.redis_url
+        if self.broker_url and self.broker_url.startswith(("redis://", "rediss://")):
+            return self.broker_url
+        return None
 
     def with_(self, **changes: Any) -> Settings:
         """Return a copy with some fields changed."""
@@ -154,11 +173,13 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
     if not isinstance(value, str):
         if "tuple" in kind and isinstance(value, list):
             return tuple(str(v) for v in value)
-        if kind == "Path":
+        if kind in ("Path", "Path | None") and value is not None:
             return Path(value)
         return value
+    if "None" in kind and value == "":
+        return None
     try:
-        if kind == "Path":
+        if kind in ("Path", "Path | None"):
             return Path(value).expanduser()
         if kind == "int":
             return int(value)
@@ -170,6 +191,4 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
             return _mapping(value)
     except ValueError as exc:
         raise InvalidInput(f"setting {name}: cannot read {value!r}: {exc}") from exc
-    if "None" in kind and value == "":
-        return None
     return value

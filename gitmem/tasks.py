@@ -4,6 +4,11 @@
 -A gitmem.tasks worker``) reads :meth:`Settings.from_env` the first time its configuration is
 needed. Tasks are thin: they build the service in the worker process (never at import) and call
 it; a run holds a per-namespace lock so two runs of one namespace never overlap.
+
+A run that finds the namespace locked is tried again after the lock's lease
+(``GITMEM_LOCK_LEASE_SECONDS``), up to :data:`RETRIES_WHILE_LOCKED` times: the holder may be a
+run whose worker died, whose lease lapses by then. A run that finds a consolidation review open,
+or that lost its lease, ends without writing and says so in its result (``skipped``).
 """
 
 from __future__ import annotations
@@ -14,11 +19,12 @@ from typing import Any
 from celery import Celery
 
 from .broker import CONSOLIDATE, CONSOLIDATE_ALL, celery_config, create_celery
-from .repo import AlreadyRunning
+from .errors import AlreadyRunning, Conflict, LeaseLost, ReviewStillOpen
 from .service import MemoryService
 from .settings import Settings
 
 log = logging.getLogger(__name__)
+RETRIES_WHILE_LOCKED = 3
 
 
 def create_worker(settings: Settings) -> Celery:
@@ -48,11 +54,25 @@ def _service(app: Celery) -> MemoryService:
 
 
 def _consolidate(task: Any, namespace: str, dry_run: bool = False) -> dict[str, Any]:
+    service = _service(task.app)
     try:
-        return _service(task.app).consolidate(namespace, dry_run=dry_run).to_dict()
+        return service.consolidate(namespace, dry_run=dry_run).to_dict()
     except AlreadyRunning as exc:
-        return {"namespace": namespace, "dry_run": dry_run, "skipped": True, "review": None,
-                "summary": str(exc)}
+        if task.request.retries < RETRIES_WHILE_LOCKED:
+            log.info("%s; trying again in %g s", exc, service.settings.lock_lease_seconds)
+            raise task.retry(countdown=service.settings.lock_lease_seconds, max_retries=RETRIES_WHILE_LOCKED) from exc
+        return _skipped(namespace, dry_run, exc)
+    except ReviewStillOpen as exc:
+        return _skipped(namespace, dry_run, exc, review=exc.number)
+    except LeaseLost as exc:
+        log.warning("%s", exc)
+        return _skipped(namespace, dry_run, exc, lease_lost=True)
+
+
+def _skipped(namespace: str, dry_run: bool, exc: Conflict, review: int | None = None,
+             **more: Any) -> dict[str, Any]:
+    return {"namespace": namespace, "dry_run": dry_run, "skipped": True, "review": review,
+            "summary": str(exc), **more}
 
 
 def _consolidate_all(task: Any) -> list[str]:

@@ -31,3 +31,26 @@ def test_readme_names_the_test_command_that_ci_runs() -> None:
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert "python -m pytest" in README
     assert ".venv/bin/python -m pytest" in ci
+
+
+def test_the_compose_file_names_real_commands_and_settings() -> None:
+    from dataclasses import fields
+
+    import yaml
+
+    from gitmem.settings import Settings
+
+    root = Path(__file__).resolve().parent.parent
+    compose = yaml.safe_load((root / "docker" / "compose.yaml").read_text(encoding="utf-8"))
+    known = {f"GITMEM_{f.name.upper()}" for f in fields(Settings)} | {"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET"}
+    services = compose["services"]
+    for name in ("web", "worker", "beat"):
+        env = services[name]["environment"]
+        assert set(env) <= known, set(env) - known
+        assert env["GITMEM_BROKER_URL"].startswith("redis://")
+    assert services["web"]["deploy"]["replicas"] == 2 and services["worker"]["deploy"]["replicas"] == 2
+    assert "deploy" not in services["beat"]  # one scheduler
+    command = services["worker"]["command"]
+    assert command[:2] == ["gitmem", "worker"]
+    parsed = main.commands["worker"].make_context("worker", list(command[2:]))  # raises on a bad option
+    assert parsed.params["concurrency"] == 2

@@ -1,4 +1,4 @@
-"""Settings from the environment and the config file, and what they refuse."""
+"""Settings from the environment and the config file, and what they refuse; the several-hosts settings."""
 
 from __future__ import annotations
 
@@ -39,3 +39,20 @@ def test_a_settings_object_is_checked_however_it_is_made() -> None:
         Settings(high_similarity=2.0)
     with pytest.raises(InvalidInput, match="GITMEM_CLUSTER_THRESHOLD"):
         Settings().with_(cluster_threshold=-1.0)
+
+
+def test_state_can_live_apart_from_the_shared_home(tmp_path: Path) -> None:
+    shared = Settings.from_env({"GITMEM_HOME": str(tmp_path / "home")})
+    assert shared.state_dir == tmp_path / "home" / "state"
+    local = Settings.from_env({"GITMEM_HOME": str(tmp_path / "home"), "GITMEM_STATE_HOME": str(tmp_path / "local")})
+    assert local.state_dir == tmp_path / "local" and local.repos_dir == tmp_path / "home" / "repos"
+    assert Settings.from_env({"GITMEM_STATE_HOME": ""}).state_home is None
+
+
+def test_hosts_share_the_redis_broker_unless_told_another_redis() -> None:
+    assert Settings.from_env({}).shared_redis_url is None
+    assert Settings.from_env({"GITMEM_BROKER_URL": "amqp://mq//"}).shared_redis_url is None
+    redis = Settings.from_env({"GITMEM_BROKER_URL": "redis://r:6379/0", "GITMEM_LOCK_LEASE_SECONDS": "90"})
+    assert redis.shared_redis_url == "redis://r:6379/0" and redis.lock_lease_seconds == 90.0
+    both = Settings.from_env({"GITMEM_BROKER_URL": "amqp://mq//", "GITMEM_REDIS_URL": "redis://r:6379/2"})
+    assert both.shared_redis_url == "redis://r:6379/2"

@@ -235,10 +235,48 @@ def test_enqueueing_an_unknown_namespace_is_a_clear_error(settings: Settings) ->
         MemoryService(settings).dispatch("../etc", background=True)
 
 
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="Celery warns only of a worker run as root")
 def test_a_root_worker_is_not_warned_about_pickle_it_never_takes(settings: Settings, tmp_path: Path) -> None:
     log = tmp_path / "worker.log"
     with worker(settings, log):
         wait_for(lambda: "ready." in log.read_text(errors="replace"), "the worker starting", log)
     assert "superuser privileges" not in log.read_text(errors="replace")
+
+
+def test_runs_are_acknowledged_when_done_and_handed_back_when_a_worker_dies(settings: Settings) -> None:
+    embedded = broker.celery_config(settings)
+    assert embedded["task_acks_late"] and embedded["task_reject_on_worker_lost"]
+    conf = broker.celery_config(settings.with_(broker_url=REDIS, broker_visibility_timeout=20))
+    assert conf["task_acks_late"] and conf["task_reject_on_worker_lost"]
+    assert conf["broker_transport_options"]["visibility_timeout"] == 20
+    assert conf["broker_transport_options"]["unacked_restore_interval"] == 5
+    amqp = broker.celery_config(settings.with_(broker_url="amqp://guest@127.0.0.1//"))
+    assert "broker_transport_options" not in amqp  # RabbitMQ redelivers when the connection closes
+
+
+def test_a_run_whose_pool_process_dies_is_handed_back_and_run_again(
+        service: MemoryService, broker_settings: Settings, tmp_path: Path, fsck: Callable[[str], None]) -> None:
+    near_duplicates(service)
+    calls = 0
+
+    def respond(request: Request) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return HOLD  # the first run waits here until its process is killed
+        return answer(merged="Use descriptive names for variables and methods.", reason="dup")
+
+    log = tmp_path / "worker.log"
+    with running(respond) as fake:
+        env = {"GITMEM_LLM_BASE_URL": fake.url, "GITMEM_LLM_TIMEOUT": "60", "GITMEM_LOCK_LEASE_SECONDS": "2"}
+        task_id = CeleryQueue(broker_settings).enqueue_consolidation("default")
+        with worker(broker_settings, log, **env) as proc:
+            assert fake.received.wait(RESULT_WAIT), log.read_text(errors="replace")
+            children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+            assert len(children) == 1, children
+            os.kill(int(children[0]), signal.SIGKILL)  # the pool process running the task, not the worker
+            result = result_of(broker_settings, task_id)
+    assert result["summary"] == "consolidated 2 memories into 1, review #1", result
+    assert calls == 2
+    assert [r.number for r in service.reviews.list("default")] == [1]
+    fsck("default")

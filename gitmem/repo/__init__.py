@@ -6,8 +6,9 @@
     index.py      the derived search index (SQLite FTS5) and the usage log
     namespace.py  a namespace's open handles and how a plan becomes a commit; the registry
     runstate.py   the per-namespace consolidation lock and trigger state
+    leases.py     the same lock across hosts: a lease on Redis with fencing tokens (loads redis)
     keys.py       API keys, stored hashed in keys.json
-    replays.py    webhook signatures seen recently
+    replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
 
 Everything above this layer works with the names exported here and never imports pygit2.
 """
@@ -17,14 +18,14 @@ from __future__ import annotations
 from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
-from .replays import ReplayGuard
-from .runstate import AlreadyRunning, RunState
-from .store import MAIN, Change, Commit, CommitInfo, FileChange, Store, parse_trailers
+from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
+from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
+from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Candidate",
-    "Change", "Commit",
-    "CommitInfo", "FileChange", "KeyStore", "Namespace", "Namespaces", "Plan", "ReplayGuard", "Row",
-    "RunState", "SearchIndex", "Store", "UsageLog", "check_namespace", "is_memory_path", "match_tokens",
+    "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
+    "Namespace", "Namespaces", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState", "SearchIndex",
+    "SqliteReplayGuard", "Store", "UsageLog", "check_namespace", "is_memory_path", "match_tokens",
     "parse_trailers", "role_rank",
 ]

@@ -10,7 +10,8 @@ itself is shown once, when it is made. Roles are ranked; each includes the ones 
     admin     create namespaces, purge memories
 
 The file is re-read when it changes on disk, so ``gitmem key revoke`` takes effect in a running
-server at its next request.
+server, on this host or any other sharing the file, at its next request. Every change replaces
+the file (a new inode), which is how a change is seen even within one tick of a coarse clock.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class KeyStore:
     def __init__(self, home: Path) -> None:
         self.path = home / "keys.json"
         self._lock = threading.Lock()
-        self._seen: tuple[int, int] | None = None
+        self._seen: tuple[int, int, int] | None = None
         self._keys: dict[str, ApiKey] = {}
 
     # --- reading -------------------------------------------------------------------------------
@@ -95,7 +96,9 @@ class KeyStore:
             with self._lock:
                 self._seen, self._keys = None, {}
             return {}
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        # The inode changes with every edit (written aside, then renamed over): mtime alone may
+        # not, on a file system with a coarse clock, and two edits may leave the same size.
+        stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         with self._lock:
             if stamp != self._seen:
                 data = json.loads(self.path.read_text(encoding="utf-8") or "[]")

@@ -23,7 +23,7 @@ from ..concepts import Memory
 from ..errors import GitmemError, InvalidInput, MalformedConcept, MemoryNotFound, NamespaceNotFound
 from ..settings import Settings
 from .index import SearchIndex, UsageLog, is_memory_path
-from .store import Change, Store
+from .store import Change, Guard, Store
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -119,11 +119,12 @@ class Namespace:
                 return concepts.parse(data, path)
         return None
 
-    def commit(self, plan: Plan) -> str | None:
+    def commit(self, plan: Plan, guard: Guard | None = None) -> str | None:
         """Apply ``plan`` to main by compare-and-swap and bring the index along; the new commit's id.
 
         The plan runs on an index snapshot pinned at the head it is given, so what it looks up
-        is there; after a lost race it runs again on the new head.
+        is there; after a lost race it runs again on the new head. ``guard`` runs right before
+        main moves (see :meth:`Store.transact`).
         """
         planned: list[tuple[str, Change]] = []
 
@@ -133,7 +134,7 @@ class Namespace:
             planned[:] = [] if change is None else [(str(head.id), change)]
             return change
 
-        oid = self.store.transact(recorded)
+        oid = self.store.transact(recorded, guard=guard)
         indexed = False
         if oid is not None and planned and planned[0][1].tree is None:
             # The files of the change are at hand: index them without diffing the whole tree.

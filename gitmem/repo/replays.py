@@ -1,4 +1,10 @@
-"""Webhook signatures seen recently, shared by every server process through one SQLite file."""
+"""Webhook signatures seen recently, so a signed request is accepted once by whichever server gets it.
+
+Every web process must see every signature: in one SQLite file under the state folder
+(:class:`SqliteReplayGuard`, for the processes of one host), or in Redis when hosts share one
+(:class:`RedisReplayGuard`: ``SET NX`` with an expiry; SQLite is not safe on a network file
+system, and a state folder on each host's own disk would let a replay through another host).
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,27 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import Unavailable
+
+if TYPE_CHECKING:
+    import redis
 
 
 class ReplayGuard:
-    """Signatures seen within the window, shared by every process through SQLite."""
+    """Signatures seen within the window; :meth:`first_use` records one and says if it is new."""
+
+    def first_use(self, signature: str, timestamp: int) -> bool:
+        """Record a signature; False when it was recorded before."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Let go of the connection; the next :meth:`first_use` opens it again."""
+
+
+class SqliteReplayGuard(ReplayGuard):
+    """Signatures seen within the window, shared by every process of a host through SQLite."""
 
     def __init__(self, path: Path, window: int) -> None:
         self.path = path
@@ -43,3 +66,43 @@ class ReplayGuard:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+class RedisReplayGuard(ReplayGuard):
+    """Signatures seen within the window, shared by every host through Redis.
+
+    Each is a key ``<prefix>:webhook-signature:<signature>`` set only if absent, expiring after
+    twice the window (a timestamp is accepted up to one window either side of now).
+    """
+
+    def __init__(self, url: str, prefix: str, window: int) -> None:
+        # Loaded here, when the app is made, not by the first requests in several threads at once.
+        from . import leases
+
+        self._connect = leases.connect
+        self.url = url
+        self.prefix = prefix
+        self.window = window
+        self._client: redis.Redis | None = None
+        self._lock = threading.Lock()
+
+    def first_use(self, signature: str, timestamp: int) -> bool:
+        """Record a signature; False when it was recorded before (by any host)."""
+        from redis.exceptions import RedisError  # loaded with the leases module in __init__
+
+        with self._lock:
+            if self._client is None:
+                self._client = self._connect(self.url)
+        try:
+            stored = self._client.set(f"{self.prefix}:webhook-signature:{signature}", timestamp, nx=True,
+                                      ex=2 * self.window)
+        except RedisError as exc:
+            raise Unavailable(f"cannot reach Redis to check the request's signature against replays: {exc}; "
+                              "try again") from exc
+        return bool(stored)
+
+    def close(self) -> None:
+        """Close the connection pool; the next :meth:`first_use` connects again."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None

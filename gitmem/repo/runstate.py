@@ -1,7 +1,8 @@
 """Per-namespace run state on disk: the consolidation lock and the trigger's state file.
 
 Both live beside the search index under ``$GITMEM_HOME/state/<namespace>/`` and are derived,
-disposable state: deleting them loses no memory.
+disposable state: deleting them loses no memory. The lock is a file lock, which holds on one
+host; given :class:`Leases` (a lease on Redis, :mod:`.leases`) it holds across hosts too.
 """
 
 from __future__ import annotations
@@ -11,22 +12,48 @@ import json
 import os
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ..errors import Conflict
+from ..errors import AlreadyRunning
+
+__all__ = ["AlreadyRunning", "Fence", "Leases", "LocalFence", "RunState"]
 
 
-class AlreadyRunning(Conflict):
-    """Another consolidation of the same namespace holds the lock."""
+class Fence(Protocol):
+    """What a run holding the lock checks before it moves a ref: that the lock is still its own."""
+
+    @property
+    def token(self) -> int | None:
+        """The fencing token: larger for every later holder of the namespace (None: a file lock alone)."""
+
+    def check(self) -> None:
+        """Raise :class:`~gitmem.errors.LeaseLost` when the lock is no longer this run's."""
+
+
+class LocalFence:
+    """The fence of the file lock alone: the kernel holds it for as long as the process lives."""
+
+    token: int | None = None
+
+    def check(self) -> None:
+        """Nothing to check: a live process cannot lose its file lock."""
+
+
+class Leases(Protocol):
+    """Locks shared by every host (:class:`gitmem.repo.leases.RedisLeases`)."""
+
+    def hold(self, namespace: str) -> AbstractContextManager[Fence]:
+        """Hold the namespace's lease for a block, or raise :class:`AlreadyRunning`."""
 
 
 class RunState:
     """The consolidation lock and state file of one namespace."""
 
-    def __init__(self, state_dir: Path, namespace: str) -> None:
+    def __init__(self, state_dir: Path, namespace: str, leases: Leases | None = None) -> None:
         self.namespace = namespace
+        self.leases = leases
         self.folder = state_dir / namespace
         self.file = self.folder / "consolidation.json"
 
@@ -48,11 +75,13 @@ class RunState:
         os.replace(tmp, self.file)
 
     @contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold the namespace's consolidation lock, or raise :class:`AlreadyRunning`.
+    def lock(self) -> Iterator[Fence]:
+        """Hold the namespace's consolidation lock, or raise :class:`AlreadyRunning`; yields the fence.
 
         An ``flock`` on a file beside the index: the kernel releases it when the holder exits, so
-        a worker killed mid-run never leaves the namespace locked.
+        a worker killed mid-run never leaves the namespace locked. With :class:`Leases`, the
+        namespace's lease is taken too (after the file lock, so runs on one host queue on the
+        file and never on Redis), and the fence checks that lease.
         """
         self.folder.mkdir(parents=True, exist_ok=True)
         with open(self.folder / "consolidation.lock", "a+b") as handle:
@@ -62,6 +91,10 @@ class RunState:
                 raise AlreadyRunning(f"a consolidation of namespace {self.namespace!r} is already running; "
                                      "wait for it to finish") from exc
             try:
-                yield
+                if self.leases is None:
+                    yield LocalFence()
+                else:
+                    with self.leases.hold(self.namespace) as fence:
+                        yield fence
             finally:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_UN)

@@ -47,6 +47,8 @@ _DOT_GIT = re.compile(r"^(?:\.git|git~1)[. ]*(?::.*)?$", re.IGNORECASE | re.DOTA
 
 # A file's new content, or None to delete it.
 Changes = Mapping[str, bytes | None]
+#: Called right before a ref moves; raises to stop the write (see Store.transact).
+Guard = Callable[[], None]
 
 
 @dataclass(frozen=True)
@@ -430,10 +432,12 @@ class Store:
             pass
         return True
 
-    def write_branch(self, base: pygit2.Commit, changes: list[Change], ref: str, reason: str) -> str:
+    def write_branch(self, base: pygit2.Commit, changes: list[Change], ref: str, reason: str,
+                     guard: Guard | None = None) -> str:
         """Write ``changes`` as commits on top of ``base`` and create a new branch at the last one.
 
         When ``ref`` exists already, ``ref-2``, ``ref-3``... is taken. Returns the ref's name.
+        ``guard`` is called right before the ref is created; it raises to stop the write.
         """
         tip = base
         for change in changes:
@@ -441,6 +445,8 @@ class Store:
         name, suffix = ref, 1
         while True:
             try:
+                if guard is not None:
+                    guard()
                 self.move_ref(name, tip.id, None, reason)
                 return name
             except RefRaceLost:
@@ -480,11 +486,14 @@ class Store:
         plan: Callable[[pygit2.Commit], Change | None],
         ref: str = MAIN,
         attempts: int = 200,
+        guard: Guard | None = None,
     ) -> pygit2.Oid | None:
         """Apply ``plan`` to the head of ``ref`` and publish it, retrying when another writer wins.
 
         ``plan`` is called again on the new head after every lost race, so a change is always
         computed from the state it is committed on. It may return None to write nothing.
+        ``guard`` is called right before every compare-and-swap; it raises to stop the write
+        (a consolidation run checks that it still holds its lease).
         """
         for attempt in range(attempts):
             head_id = self.head_id(ref)
@@ -495,6 +504,8 @@ class Store:
             if change is None:
                 return None
             oid = self.write_commit(head, change)
+            if guard is not None:
+                guard()
             try:
                 self.move_ref(ref, oid, head_id, change.summary[:200])
                 return oid

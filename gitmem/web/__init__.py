@@ -18,7 +18,7 @@ from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from ..errors import GitmemError
-from ..service import MemoryService, ReplayGuard, build_service
+from ..service import MemoryService, build_service
 from ..settings import Settings
 from ..templating import templates_dir
 from .auth import SIGNATURE_WINDOW
@@ -70,8 +70,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     )
     app.extensions["gitmem"] = service
     app.extensions["gitmem.keys"] = service.keys
-    app.extensions["gitmem.replays"] = ReplayGuard(settings.state_dir / "webhook-signatures.sqlite",
-                                                   SIGNATURE_WINDOW)
+    app.extensions["gitmem.replays"] = service.replay_guard(SIGNATURE_WINDOW)
 
     from . import api, git, health, pages, webhook
 

@@ -7,7 +7,8 @@ handler in :mod:`gitmem.web` turns them into JSON (401 or 403) and nothing is ch
 Signed webhooks carry ``X-Gitmem-Timestamp`` (Unix seconds) and ``X-Gitmem-Signature:
 sha256=<hex>``, the HMAC-SHA256 of ``<timestamp>.<body>`` with ``settings.hmac_secret``. A
 timestamp more than :data:`SIGNATURE_WINDOW` seconds away is refused, and so is a signature seen
-before (recorded in a small SQLite table, so every server process sees it).
+before (recorded where every server process sees it: SQLite under the state folder, or Redis when
+hosts share one; see :meth:`gitmem.service.MemoryService.replay_guard`).
 """
 
 from __future__ import annotations

@@ -257,7 +257,7 @@ def test_a_number_too_long_for_python_is_400_over_http(live_server: str, keys: K
 
 def test_revert_with_a_tree_entry_git_refuses_is_422(client: Client, keys: Keys, svc: MemoryService) -> None:
     svc.remember("default", "Entries named .. are refused by git")
-    push_refused_entry((svc.settings.repos_dir / "default.git"))
+    push_refused_entry(svc.settings.repos_dir / "default.git")
     target = str(svc.remember("default", "A later memory").commit)
     response = client.post(f"{API}/commits/{target}/revert", headers=keys.auth("reviewer"))
     assert response.status_code == 422
