@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from . import concepts, notify, ranking
 from .clustering import find_clusters
@@ -609,3 +609,24 @@ def _dry_summary(plan_: Plan) -> str:
             f"{len(pairs)} near-duplicate pairs, {counts['archive']} to archive, {counts['promote']} to "
             f"promote, {counts['discard']} to discard, {counts['judge']} for the model to judge; "
             "nothing written")
+
+
+class TaskQueue(Protocol):
+    """Where work goes to be done by the workers (:class:`gitmem.broker.CeleryQueue`)."""
+
+    def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
+        """Queue a consolidation run of ``namespace``; returns the task id."""
+
+
+@dataclass(frozen=True)
+class Dispatched:
+    """Where a consolidation went: queued as ``task``, or run here with ``result``."""
+
+    task: str | None = None
+    result: RunResult | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the task id, or the run's result."""
+        if self.result is not None:
+            return {"queued": False, **self.result.to_dict()}
+        return {"queued": True, "task_id": self.task}

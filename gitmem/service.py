@@ -20,32 +20,19 @@ from __future__ import annotations
 
 import builtins
 import logging
-import threading
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from . import export as exporting
 from .concepts import check_id, iso, now
-from .consolidate import Consolidation, Plan, Progress, RunResult
+from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .llm import LLM
 from .memories import Memories, WriteResult
 from .recall import Comment, Hit, Recall
-from .repo import (
-    ALL_NAMESPACES,
-    ROLES,
-    ApiKey,
-    CommitInfo,
-    KeyStore,
-    Leases,
-    Namespaces,
-    RedisReplayGuard,
-    ReplayGuard,
-    SqliteReplayGuard,
-    role_rank,
-)
+from .repo import ALL_NAMESPACES, ROLES, ApiKey, CommitInfo, KeyStore, Leases, Namespaces, ReplayGuard, role_rank
 from .repo import check_namespace as check_namespace
+from .repo.replays import replay_guard
 from .reviews import STATUSES as REVIEW_STATUSES
 from .reviews import Review, Reviews
 from .settings import Settings
@@ -56,27 +43,6 @@ __all__ = [
     "TaskQueue", "WriteResult", "build_service", "check_id", "check_namespace", "role_rank",
 ]
 log = logging.getLogger(__name__)
-
-
-class TaskQueue(Protocol):
-    """Where work goes to be done by the workers (:class:`gitmem.broker.CeleryQueue`)."""
-
-    def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
-        """Queue a consolidation run of ``namespace``; returns the task id."""
-
-
-@dataclass(frozen=True)
-class Dispatched:
-    """Where a consolidation went: queued as ``task``, or run here with ``result``."""
-
-    task: str | None = None
-    result: RunResult | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: the task id, or the run's result."""
-        if self.result is not None:
-            return {"queued": False, **self.result.to_dict()}
-        return {"queued": True, "task_id": self.task}
 
 
 class MemoryService:
@@ -90,10 +56,8 @@ class MemoryService:
         self.reviews = Reviews(self._namespaces, settings)
         recall = Recall(self._namespaces, settings)
         memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None)
-        self._leases: Leases | None = None
-        self._leases_lock = threading.Lock()
         self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm,
-                                            self._shared_leases)
+                                            self._leases)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
         self._keys: KeyStore | None = None
 
@@ -156,15 +120,8 @@ class MemoryService:
         return self._keys
 
     def replay_guard(self, window: int) -> ReplayGuard:
-        """Where signed webhook requests seen within ``window`` seconds are kept, for every web process.
-
-        In Redis when hosts share one (``GITMEM_REDIS_URL``, or a Redis broker), else in SQLite
-        under the state folder.
-        """
-        url = self.settings.shared_redis_url
-        if url is not None:
-            return RedisReplayGuard(url, self.settings.celery_queue, window)
-        return SqliteReplayGuard(self.settings.state_dir / "webhook-signatures.sqlite", window)
+        """Where every web process keeps the signed webhook requests it saw within ``window`` seconds."""
+        return replay_guard(self.settings, window)
 
     # --- export and consolidation --------------------------------------------------------------
 
@@ -201,17 +158,11 @@ class MemoryService:
             self._queue = CeleryQueue(self.settings)
         return self._queue
 
-    def _shared_leases(self) -> Leases | None:
-        """The consolidation leases on the Redis every host shares, or None (the file lock alone)."""
-        url = self.settings.shared_redis_url
-        if url is None:
-            return None
-        with self._leases_lock:
-            if self._leases is None:
-                from .repo.leases import RedisLeases  # redis loads only when hosts share one
+    def _leases(self) -> Leases | None:
+        """The consolidation leases on the Redis hosts share, or None (the file lock alone)."""
+        from .repo.leases import shared_leases  # redis loads only when hosts share one
 
-                self._leases = RedisLeases(url, self.settings.celery_queue, self.settings.lock_lease_seconds)
-            return self._leases
+        return shared_leases(self.settings)
 
     def _llm(self) -> LLM:
         """The configured model, or the offline rules (the HTTP client loads only when configured)."""

@@ -31,6 +31,7 @@ import redis
 from redis.exceptions import LockError, RedisError
 
 from ..errors import AlreadyRunning, LeaseLost, Unavailable
+from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -159,3 +160,20 @@ class RedisLeases:
             yield lease
         finally:
             lease._end()
+
+
+_shared: dict[tuple[str, str, float], RedisLeases] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_leases(settings: Settings) -> RedisLeases | None:
+    """The consolidation leases on the Redis every host shares (one client per process), or None."""
+    url = settings.shared_redis_url
+    if url is None:
+        return None
+    key = (url, settings.celery_queue, float(settings.lock_lease_seconds))
+    with _shared_lock:
+        found = _shared.get(key)
+        if found is None:
+            found = _shared[key] = RedisLeases(url, settings.celery_queue, settings.lock_lease_seconds)
+        return found

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import Unavailable
+from ..settings import Settings
 
 if TYPE_CHECKING:
     import redis
@@ -106,3 +107,11 @@ class RedisReplayGuard(ReplayGuard):
         if self._client is not None:
             self._client.close()
             self._client = None
+
+
+def replay_guard(settings: Settings, window: int) -> ReplayGuard:
+    """Where every web process keeps the signatures it saw: the Redis hosts share, else SQLite here."""
+    url = settings.shared_redis_url
+    if url is not None:
+        return RedisReplayGuard(url, settings.celery_queue, window)
+    return SqliteReplayGuard(settings.state_dir / "webhook-signatures.sqlite", window)

@@ -8,7 +8,7 @@ Signed webhooks carry ``X-Gitmem-Timestamp`` (Unix seconds) and ``X-Gitmem-Signa
 sha256=<hex>``, the HMAC-SHA256 of ``<timestamp>.<body>`` with ``settings.hmac_secret``. A
 timestamp more than :data:`SIGNATURE_WINDOW` seconds away is refused, and so is a signature seen
 before (recorded where every server process sees it: SQLite under the state folder, or Redis when
-hosts share one; see :meth:`gitmem.service.MemoryService.replay_guard`).
+hosts share one; see :func:`gitmem.repo.replays.replay_guard`).
 """
 
 from __future__ import annotations
