@@ -106,7 +106,7 @@ def redis_svc(tmp_path: Path) -> Iterator[MemoryService]:
     svc = MemoryService(settings)
     svc.init("default")
     yield svc
-    leases = svc._shared_leases()
+    leases = svc._leases()
     if leases is not None:
         for key in leases.client.scan_iter(f"{settings.celery_queue}:*"):
             leases.client.delete(key)
@@ -118,7 +118,7 @@ def test_a_run_whose_lease_was_taken_over_writes_nothing(redis_svc: MemoryServic
     plant(redis_svc, "Use descriptive variable and method names (e.g., IsUserSignedIn).", days=1)
     store = namespace_of(redis_svc).store
     main, refs = store.head_id(MAIN), set(store.repo.references)
-    leases = redis_svc._shared_leases()
+    leases = redis_svc._leases()
     assert leases is not None
 
     def respond(request: Request) -> str:
