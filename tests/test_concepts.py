@@ -242,3 +242,29 @@ def test_to_dict_is_json_ready() -> None:
     assert out["created"] == "2026-01-01T12:00:00Z"
     assert out["last_used"] == "2026-01-01T12:00:00Z"
     assert out["tags"] == []
+
+
+def test_potency_decays_from_the_last_use_not_from_creation() -> None:
+    # Stored a hundred days ago, used yesterday: it has faded for one day, not a hundred.
+    used_yesterday = memory(created=T0 - timedelta(days=100), last_used=T0 - timedelta(days=1))
+    assert used_yesterday.potency_at(T0) == pytest.approx(0.8 * 0.95)
+    assert concepts.tier(used_yesterday.potency_at(T0)) == "active"
+    # Never used: the clock runs from creation.
+    assert memory(created=T0 - timedelta(days=100)).potency_at(T0) == pytest.approx(0.8 * 0.95**100)
+
+
+def test_a_use_decays_from_the_last_use_then_adds_0_3() -> None:
+    old = memory(created=T0 - timedelta(days=100), last_used=T0 - timedelta(days=2), potency=0.5)
+    again = old.with_use(T0)
+    assert again.potency == pytest.approx(0.5 * 0.95**2 + 0.3, abs=1e-4)
+    assert (again.last_used, again.access_count) == (T0, 1)
+    # Uses counted together decay only up to the first of them.
+    twice = memory(potency=0.2).with_use(T0 + timedelta(days=3), count=2)
+    assert twice.potency == pytest.approx(0.2 * 0.95**3 + 0.6, abs=1e-4)
+
+
+def test_decay_before_the_start_or_without_a_start_changes_nothing() -> None:
+    assert concepts.decayed(0.5, None, T0) == 0.5
+    assert concepts.decayed(0.5, T0 + timedelta(days=1), T0) == 0.5
+    assert concepts.decayed(0.5, T0, T0) == 0.5
+    assert concepts.decayed(0.5, T0, T0 + timedelta(hours=12)) == pytest.approx(0.5 * 0.95**0.5)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from gitmem.errors import (
 )
 from gitmem.service import MemoryService, path_matches
 from gitmem.settings import Settings
+from gitmem.similarity import similarity
 from gitmem.store import Change
 from tests.conftest import git
 
@@ -207,6 +209,52 @@ def test_similar_text_is_not_merged_into_an_archived_memory(svc: MemoryService) 
     result = svc.remember("default", "Always use pnpm to install JavaScript dependencies in this repo too",
                           source="agent")
     assert result.outcome == "added"
+
+
+
+# The gate compares token sets: these statements are exactly 0.8, just under 0.8 and exactly 0.6
+# similar to STORED (checked below with gitmem.similarity, which the gate's score equals for
+# one-line texts with no tags).
+STORED = "Always run the unit tests before you push"
+AT_0_8 = "Always run all unit tests before you push"
+UNDER_0_8 = "Always run the unit tests before pushing"
+AT_0_6 = "Always run the smoke tests after you push"
+
+
+@pytest.mark.parametrize(("text", "score", "outcome"), [
+    (AT_0_8, 0.8, "merged"),
+    (UNDER_0_8, 0.7857, "added"),
+    (AT_0_6, 0.6, "added"),
+])
+def test_the_write_gate_merges_from_0_8_similar_up(svc: MemoryService, text: str, score: float,
+                                                   outcome: str) -> None:
+    assert similarity(STORED, text) == pytest.approx(score, abs=1e-4)
+    assert svc.settings.high_similarity == 0.8
+    original = svc.remember("default", STORED).memory
+    assert original is not None
+    result = svc.remember("default", text, source="agent")
+    assert result.outcome == outcome
+    assert (result.similar_to == original.id) is (outcome == "merged")
+    assert len(svc.list("default")) == (1 if outcome == "merged" else 2)
+
+
+@pytest.mark.parametrize("source", ["agent", "import", "consolidation"])
+def test_the_write_gate_threshold_is_inclusive(settings: Settings, source: str) -> None:
+    exact = similarity(STORED, UNDER_0_8)
+    for threshold, outcome in ((exact, "merged"), (math.nextafter(exact, 1.0), "added")):
+        svc = MemoryService(settings.with_(home=settings.home / f"{threshold}", high_similarity=threshold))
+        svc.init("default")
+        svc.remember("default", STORED)
+        assert svc.remember("default", UNDER_0_8, source=source).outcome == outcome, threshold
+        svc.close()
+
+
+def test_a_users_statement_is_never_merged_however_similar(svc: MemoryService) -> None:
+    svc.remember("default", STORED)
+    for source, text in (("user", AT_0_8), ("slack", "Always run the unit tests before you push to main")):
+        assert similarity(STORED, text) >= 0.8
+        assert svc.remember("default", text, source=source).outcome == "added"
+    assert len(svc.list("default")) == 3
 
 
 # --- amend, forget, history ---------------------------------------------------------------------------
@@ -456,7 +504,11 @@ def test_potency_decays_lazily_and_old_memories_stop_being_recalled(svc: MemoryS
     assert again[week.id] == pytest.approx(hits[week.id].potency, rel=1e-4)
     assert file_at(svc, week.path).potency == 0.8, "decay is never written back by a read"
     assert head(svc) == before
-    assert svc.recall("default", "release train", include_archived=True, record=False)
+    everything = {h.memory.id: h.potency for h in svc.recall("default", "release train", include_archived=True,
+                                                              record=False)}
+    assert set(everything) == {week.id, old.id, tenured.id}
+    assert everything[old.id] == pytest.approx(0.8 * 0.95**60, rel=1e-3)
+    assert everything[old.id] < concepts.ARCHIVE_BELOW
 
 
 def test_a_use_revives_a_fading_memory_by_0_3(svc: MemoryService) -> None:
@@ -484,6 +536,54 @@ def test_recall_ranks_memories_about_the_callers_file_first(svc: MemoryService) 
     assert ranked[0].memory.id == specific.id and ranked[0].path_match
     by_file = svc.recall("default", path="web/views/home.py", record=False)
     assert [h.memory.id for h in by_file] == [folder.id]
+
+
+
+def test_recall_scores_decay_with_the_days_since_the_last_use_or_update(svc: MemoryService) -> None:
+    now = concepts.now()
+    fresh = aged(0, text="Fresh note on release trains.")
+    month = aged(30, text="Month-old note on release trains.")
+    used = aged(60, text="Old note on release trains, used a fortnight ago.",
+                last_used=now - timedelta(days=15))
+    for memory in (fresh, month, used):
+        put(svc, memory)
+    hits = {h.memory.id: h for h in svc.recall("default", record=False)}
+    # Without a query every candidate is equally relevant (1.0): score = potency / (1 + days / 30).
+    assert hits[fresh.id].score == pytest.approx(hits[fresh.id].potency, rel=1e-3)
+    assert hits[month.id].potency == pytest.approx(0.8 * 0.95**30, rel=1e-3)
+    assert hits[month.id].score == pytest.approx(hits[month.id].potency / 2, rel=1e-3)
+    assert hits[used.id].potency == pytest.approx(0.8 * 0.95**15, rel=1e-3)
+    assert hits[used.id].score == pytest.approx(hits[used.id].potency / 1.5, rel=1e-3)
+
+
+def test_a_fresher_memory_outranks_a_stronger_older_one(svc: MemoryService) -> None:
+    weak_fresh = aged(0, text="Fresh note on release trains.", potency=0.3)
+    strong_old = aged(20, text="Older note on release trains.", potency=1.0)
+    put(svc, weak_fresh)
+    put(svc, strong_old)
+    hits = svc.recall("default", "release trains", record=False)
+    # 0.3 now against 1.0 x 0.95^20 = 0.36 faded, over 1 + 20/30 for its age: 0.21.
+    assert hits[1].potency > hits[0].potency
+    assert [h.memory.id for h in hits] == [weak_fresh.id, strong_old.id]
+
+
+@pytest.mark.parametrize("query", ["", "release train"])
+def test_a_pending_memory_scores_half_an_equally_relevant_active_one(svc: MemoryService, query: str) -> None:
+    active = aged(0, text="Active note about the release train.")
+    pending = aged(0, text="Pending note about the release train.", state="pending")
+    for memory in (active, pending):
+        put(svc, memory)
+    hits = {h.memory.id: h for h in svc.recall("default", query, record=False)}
+    assert hits[pending.id].potency == pytest.approx(hits[active.id].potency)
+    assert hits[pending.id].score == pytest.approx(hits[active.id].score * 0.5, rel=1e-3)
+
+
+def test_a_pending_memory_ranks_below_a_weaker_active_one(svc: MemoryService) -> None:
+    pending = aged(0, text="Pending note about the release train.", state="pending", potency=0.8)
+    active = aged(0, text="Active note about the release train.", potency=0.6)
+    for memory in (pending, active):
+        put(svc, memory)
+    assert [h.memory.id for h in svc.recall("default", "release train", record=False)] == [active.id, pending.id]
 
 
 @pytest.mark.parametrize("pattern,file,matches", [
@@ -653,8 +753,12 @@ def test_a_malformed_file_pushed_by_hand_breaks_nothing_else(svc: MemoryService,
         svc.forget("default", victim.id)
     assert svc.show("default", good.id).text == "Good memory about queues."
     assert {h.memory.id for h in svc.recall("default", "queues")} == {good.id, "abcdef0123"}
-    assert svc.remember("default", "New memories still work.").outcome == "added"
-    json.loads(svc.export("default", "json"))
+    added = svc.remember("default", "New memories still work.")
+    assert added.outcome == "added" and added.memory is not None
+    exported = json.loads(svc.export("default", "json"))
+    assert {m["id"]: m["text"] for m in exported} == {good.id: "Good memory about queues.",
+                                                      "abcdef0123": "Write tests for queues.",
+                                                      added.memory.id: "New memories still work."}
     fsck("default")
 
 
