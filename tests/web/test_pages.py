@@ -221,3 +221,21 @@ def test_side_by_side_diff_escapes_what_it_shows(client: Client, keys: Keys, svc
     assert 'class="diff"' in page and "before" in page and "after" in page
     assert "Escape output in templates" in page
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
+
+
+def test_logout_ends_the_session(client: Client, keys: Keys, svc: MemoryService,
+                                 remember: Callable[..., str]) -> None:
+    mid = remember("Sessions end on sign-out")
+    token = signed_in(client, keys.writer)
+    forged = client.post("/logout", data={"csrf_token": "guess"})
+    assert forged.status_code == 403
+    assert client.get("/ns/default/").status_code == 200, "a forged sign-out changes nothing"
+
+    out = client.post("/logout", data={"csrf_token": token})
+    assert out.status_code == 303 and out.headers["Location"] == "/login"
+    again = client.get("/ns/default/")
+    assert again.status_code == 302 and "/login" in again.headers["Location"]
+    before = svc.status("default")["head"]
+    stale = client.post(f"/ns/default/memories/{mid}/feedback", data={"action": "confirm", "csrf_token": token})
+    assert stale.status_code == 403, "the old form token went with the session"
+    assert svc.status("default")["head"] == before
