@@ -314,6 +314,8 @@ def test_empty_input_says_what_is_empty() -> None:
     with pytest.raises(InvalidInput) as title:
         concepts.clean_title(" ", limit=10)
     assert str(title.value) == "title is empty"
+    with pytest.raises(InvalidInput, match="^comment is empty$"):
+        concepts.clean_text("", limit=10, what="comment")
 
 
 def test_clean_source_knows_the_sources() -> None:
@@ -343,6 +345,7 @@ def test_clean_list_limits_each_value() -> None:
 def test_titles_and_descriptions_made_from_the_text() -> None:
     assert concepts.title_from("  First line  \nsecond line") == "First line"
     assert concepts.title_from("x" * 80) == "x" * 80
+    assert concepts.title_from("x" * 81) == "x" * 79 + "…"
     long = concepts.title_from("word " * 30)
     assert len(long) == 80 and long.endswith("word…") and long == ("word " * 16).strip()[:79].rstrip() + "…"
     assert concepts.title_from("bell\x07here") == "bell here"
