@@ -257,6 +257,59 @@ def test_a_users_statement_is_never_merged_however_similar(svc: MemoryService) -
     assert len(svc.list("default")) == 3
 
 
+
+def test_the_write_gate_merges_into_the_most_similar_memory(svc: MemoryService) -> None:
+    loose = svc.remember("default", "Run the linter before you push").memory
+    close = svc.remember("default", STORED).memory
+    assert loose is not None and close is not None
+    result = svc.remember("default", AT_0_8, source="agent")
+    assert (result.outcome, result.similar_to) == ("merged", close.id)
+
+
+def test_the_write_gate_merges_into_a_pending_memory_and_keeps_it_pending(svc: MemoryService) -> None:
+    pending = svc.remember("default", STORED, state="pending").memory
+    assert pending is not None
+    merged = svc.remember("default", AT_0_8, source="agent")
+    assert (merged.outcome, merged.similar_to) == ("merged", pending.id)
+    again = svc.remember("default", STORED.lower(), source="agent")
+    assert again.outcome == "reinforced" and svc.show("default", pending.id).state == "pending"
+
+
+def test_the_write_gate_never_lifts_potency_past_1(svc: MemoryService) -> None:
+    memory = svc.remember("default", STORED).memory
+    assert memory is not None
+    svc.remember("default", STORED.upper(), source="agent")  # reinforced: 0.8 + 0.3, capped at 1
+    for text in (AT_0_8, "Always run all the unit tests before you push"):
+        assert svc.remember("default", text, source="agent").outcome == "merged"
+        assert svc.show("default", memory.id).potency == 1.0
+
+
+def test_remember_defaults_and_limits(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Defaults of a new memory.", paths=["p" * 400], related=["r" * 40],
+                          author="a" * 200).memory
+    assert memory is not None
+    assert (memory.tenured, memory.state, memory.source, memory.type) == (False, "active", "user", "fact")
+    assert svc.show("default", memory.id).tenured is False
+    for field, value in (("paths", ["p" * 401]), ("related", ["r" * 41]), ("author", "a" * 201)):
+        with pytest.raises(InvalidInput, match="is over"):
+            svc.remember("default", f"Too long a {field}.", **{field: value})  # type: ignore[arg-type]
+
+
+def test_remember_tells_the_write_listeners_and_survives_a_failing_one(
+        svc: MemoryService, caplog: pytest.LogCaptureFixture) -> None:
+    heard: list[tuple[str, str, str | None]] = []
+
+    def broken(namespace: str, result: object) -> None:
+        raise RuntimeError("listener down")
+
+    svc.write_listeners.append(broken)
+    svc.write_listeners.append(lambda namespace, result: heard.append((namespace, result.outcome, result.commit)))
+    result = svc.remember("default", "Listeners hear every write.")
+    assert heard == [("default", "added", result.commit)]
+    assert "listener down" in caplog.text
+    assert svc.show("default", result.memory.id if result.memory else "").text == "Listeners hear every write."
+
+
 # --- amend, forget, history ---------------------------------------------------------------------------
 
 
