@@ -141,8 +141,12 @@ def test_approval_after_main_changed_a_memory_the_review_names_but_does_not_touc
     assert set(commit.memory_ids) == {agent.id, user.id}
     svc.amend("default", user.id, text="Use short names for loop variables.")
     moved = main_head(svc)
-    with pytest.raises(StaleReview, match=f"main changed memories {user.id} after"):
+    base = svc.reviews.get("default", result.review).base
+    with pytest.raises(StaleReview) as stale:
         svc.reviews.approve("default", result.review, actor="alice")
+    assert str(stale.value) == (f"review #{result.review} is stale: main changed memories {user.id} after the "
+                                f"review was opened at {base[:10]}; run consolidation again to review the "
+                                "current state")
     assert main_head(svc) == moved
     assert svc.show("default", agent.id).text == "Use descriptive variable and method names, always."
     assert svc.reviews.get("default", result.review).status == "stale"

@@ -266,6 +266,19 @@ def test_the_write_gate_merges_into_the_most_similar_memory(svc: MemoryService) 
     assert (result.outcome, result.similar_to) == ("merged", close.id)
 
 
+
+def test_the_write_gate_looks_past_archived_memories(svc: MemoryService) -> None:
+    gone = svc.remember("default", "Always run all unit tests before you push!").memory
+    assert gone is not None
+    svc.forget("default", gone.id)
+    faded = aged(9, text=STORED, title=STORED)
+    put(svc, faded)
+    result = svc.remember("default", AT_0_8.replace("all", "all the"), source="agent")
+    assert (result.outcome, result.similar_to) == ("merged", faded.id)
+    # Potency +0.05 on what it had faded to, kept to four places.
+    assert svc.show("default", faded.id).potency == round(0.8 * 0.95**9 + 0.05, 4) == 0.5542
+
+
 def test_the_write_gate_merges_into_a_pending_memory_and_keeps_it_pending(svc: MemoryService) -> None:
     pending = svc.remember("default", STORED, state="pending").memory
     assert pending is not None
@@ -290,7 +303,9 @@ def test_remember_defaults_and_limits(svc: MemoryService) -> None:
     assert memory is not None
     assert (memory.tenured, memory.state, memory.source, memory.type) == (False, "active", "user", "fact")
     assert svc.show("default", memory.id).tenured is False
-    for field, value in (("paths", ["p" * 401]), ("related", ["r" * 41]), ("author", "a" * 201)):
+    assert svc.remember("default", "Tags up to 80 characters.", tags=["t" * 80]).memory is not None
+    for field, value in (("paths", ["p" * 401]), ("related", ["r" * 41]), ("author", "a" * 201),
+                         ("tags", ["t" * 81])):
         with pytest.raises(InvalidInput, match="is over"):
             svc.remember("default", f"Too long a {field}.", **{field: value})  # type: ignore[arg-type]
 
