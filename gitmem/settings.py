@@ -43,6 +43,12 @@ def _mapping(value: str) -> dict[str, str]:
 
 # Similarity scores that gate merges and clusters: each must lie from 0 to 1.
 THRESHOLDS = ("high_similarity", "cluster_threshold", "pair_threshold")
+# Sizes, counts and times, each with the least value that makes sense.
+AT_LEAST: dict[str, float] = {
+    "max_text_chars": 1, "max_title_chars": 1, "merged_max_chars": 1, "max_request_bytes": 1,
+    "consolidate_min_active": 0, "consolidate_interval_hours": 0, "consolidate_schedule_hours": 1e-6,
+    "broker_visibility_timeout": 1, "lock_lease_seconds": 1, "llm_timeout": 0.001, "llm_retries": 0,
+}
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,10 @@ class Settings:
             # NaN fails the range check too.
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise InvalidInput(f"GITMEM_{name.upper()} must be a number from 0 to 1, not {value!r}")
+        for name, low in AT_LEAST.items():
+            value = getattr(self, name)
+            if not value >= low:  # NaN fails too
+                raise InvalidInput(f"GITMEM_{name.upper()} must be at least {low}, not {value!r}")
 
     @property
     def repos_dir(self) -> Path:
@@ -157,7 +167,7 @@ def _load_config_file(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise InvalidInput(f"cannot read GITMEM_CONFIG file {path}: {exc.strerror}") from exc
     except yaml.YAMLError as exc:
-        raise InvalidInput(f"GITMEM_CONFIG file {path} is not valid YAML: {exc}") from exc
+        raise InvalidInput(f"GITMEM_CONFIG file {path} is not valid YAML: {' '.join(str(exc).split())}") from exc
     if not isinstance(data, dict):
         raise InvalidInput(f"GITMEM_CONFIG file {path} must hold a mapping of settings")
     known = {f.name for f in fields(Settings)}
@@ -173,8 +183,8 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
     if not isinstance(value, str):
         if "tuple" in kind and isinstance(value, list):
             return tuple(str(v) for v in value)
-        if kind in ("Path", "Path | None") and value is not None:
-            return Path(value)
+        if kind in ("Path", "Path | None") and value is not None:  # a YAML number or list for a folder
+            raise InvalidInput(f"setting {name}: {value!r} is not a path")
         return value
     if "None" in kind and value == "":
         return None
@@ -189,6 +199,6 @@ def _coerce(name: str, value: Any, annotation: Any) -> Any:
             return _split(value)
         if "Mapping" in kind:
             return _mapping(value)
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         raise InvalidInput(f"setting {name}: cannot read {value!r}: {exc}") from exc
     return value

@@ -281,3 +281,41 @@ def test_a_review_number_in_other_digits_is_refused(gitmem: Run) -> None:
     result = gitmem("review", "show", "\u0663", ok=False)
     assert result.returncode == 2 and "is not a review number" in result.stderr
     assert gitmem("review", "show", "3", ok=False).returncode == 3  # ASCII digits: a number, not found
+def test_fold_writes_the_recorded_uses_in_one_commit(gitmem: Run, settings: Settings,
+                                                     fsck: Callable[[str], None]) -> None:
+    memory_id = json.loads(gitmem("remember", "We use pnpm, not npm", "--json").stdout)["memory"]["id"]
+    assert gitmem("fold").stdout == "no uses to fold\n"
+    before = head(settings)
+    gitmem("recall", "pnpm")
+    gitmem("recall", "npm")
+    assert head(settings) == before, "a recall costs no commit"
+    folded = json.loads(gitmem("fold", "--json").stdout)
+    assert folded["commit"] == head(settings) != before
+    assert json.loads(gitmem("log", "--json").stdout)[0]["action"] == "usage"
+    shown = json.loads(gitmem("show", memory_id, "--json").stdout)
+    assert (shown["access_count"], shown["potency"]) == (2, 1.0)
+    assert json.loads(gitmem("fold", "--json").stdout) == {"commit": None}
+    gitmem("recall", "pnpm")
+    assert gitmem("fold").stdout == f"folded: {head(settings)}\n"
+    fsck("default")
+
+
+def test_a_malformed_memory_file_exits_5_naming_the_file(gitmem: Run, settings: Settings, tmp_path: Path) -> None:
+    memory = json.loads(gitmem("remember", "Queues are pinned", "--json").stdout)["memory"]
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(settings.repos_dir / "default.git"), str(clone)], check=True)
+    file = clone / memory["path"]
+    file.write_text(file.read_text(encoding="utf-8").replace("potency: 0.8", "potency: high"), encoding="utf-8")
+    hand = ["-c", "user.name=Hand", "-c", "user.email=hand@example.com"]
+    subprocess.run(["git", "-C", str(clone), *hand, "commit", "-qam", "edit by hand"], check=True)
+    subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"], check=True, capture_output=True)
+    before = head(settings)
+    for args in (["show", memory["id"]], ["forget", memory["id"]], ["amend", memory["id"], "Queues float"]):
+        result = gitmem(*args, ok=False)
+        assert result.returncode == 5, (args, result.stderr)
+        assert result.stderr == (f"error: {memory['path']}: 'potency' must be a number between 0 and 1, "
+                                 "not 'high'\n")
+    assert head(settings) == before
+    status = json.loads(gitmem("status", "--json").stdout)
+    assert list(status["malformed"]) == [memory["path"]]
+    assert gitmem("remember", "Other memories still work").returncode == 0

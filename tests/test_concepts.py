@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -300,3 +301,159 @@ def test_rendered_gives_the_memory_parse_reads_back(text: str, title: str, tags:
     except MalformedConcept:
         return  # text the file cannot hold is refused on the way in, not here
     assert reread == parsed
+def test_potency_decays_from_the_last_use_not_from_creation() -> None:
+    # Stored a hundred days ago, used yesterday: it has faded for one day, not a hundred.
+    used_yesterday = memory(created=T0 - timedelta(days=100), last_used=T0 - timedelta(days=1))
+    assert used_yesterday.potency_at(T0) == pytest.approx(0.8 * 0.95)
+    assert concepts.tier(used_yesterday.potency_at(T0)) == "active"
+    # Never used: the clock runs from creation.
+    assert memory(created=T0 - timedelta(days=100)).potency_at(T0) == pytest.approx(0.8 * 0.95**100)
+
+
+def test_a_use_decays_from_the_last_use_then_adds_0_3() -> None:
+    old = memory(created=T0 - timedelta(days=100), last_used=T0 - timedelta(days=2), potency=0.5)
+    again = old.with_use(T0)
+    assert again.potency == pytest.approx(0.5 * 0.95**2 + 0.3, abs=1e-4)
+    assert (again.last_used, again.access_count) == (T0, 1)
+    # Uses counted together decay only up to the first of them.
+    twice = memory(potency=0.2).with_use(T0 + timedelta(days=3), count=2)
+    assert twice.potency == pytest.approx(0.2 * 0.95**3 + 0.6, abs=1e-4)
+
+
+def test_decay_before_the_start_or_without_a_start_changes_nothing() -> None:
+    assert concepts.decayed(0.5, None, T0) == 0.5
+    assert concepts.decayed(0.5, T0 + timedelta(days=1), T0) == 0.5
+    assert concepts.decayed(0.5, T0, T0) == 0.5
+    assert concepts.decayed(0.5, T0, T0 + timedelta(hours=12)) == pytest.approx(0.5 * 0.95**0.5)
+
+
+# --- details the mutation run showed no test held (bench/mutation.py) -----------------------------
+
+
+def test_a_memory_is_immutable() -> None:
+    with pytest.raises(FrozenInstanceError):
+        memory().text = "changed in place"  # type: ignore[misc]
+
+
+def test_ids_and_times() -> None:
+    assert all(concepts.is_id(concepts.new_id()) for _ in range(20))
+    assert concepts.now().microsecond == 0 and concepts.now().tzinfo is UTC
+    assert concepts.parse_time(None) is None and concepts.parse_time("") is None
+    naive = datetime(2026, 1, 1, 12, 0)
+    assert concepts.parse_time(naive) == T0 and concepts.parse_time("2026-01-01T12:00:00") == T0
+    assert concepts.parse_time("2026-01-01T12:00:00Z") == T0
+    two_hours_east = concepts.parse_time("2026-01-01T14:00:00+02:00")
+    assert two_hours_east == T0 and two_hours_east is not None and two_hours_east.utcoffset() == timedelta(hours=2)
+    assert concepts.parse_time(T0) is T0
+
+
+def test_decay_does_not_assume_tenure() -> None:
+    later = T0 + timedelta(days=100)
+    assert concepts.decayed(0.5, T0, later) == pytest.approx(0.5 * 0.95**100)
+    assert concepts.used(0.5, T0, later) == pytest.approx(0.5 * 0.95**100 + 0.3)
+    assert concepts.decayed(0.5, T0, later, tenured=True) == concepts.ACTIVE_FLOOR
+
+
+def test_uses_add_to_the_count_and_potency_is_kept_to_four_places() -> None:
+    used = memory(access_count=5, potency=0.123456).with_use(T0 + timedelta(days=1), count=3)
+    assert used.access_count == 8
+    assert used.potency == round(min(1.0, 0.123456 * 0.95 + 0.9), 4)
+    once = memory(potency=0.1).with_use(T0 + timedelta(hours=7))
+    assert once.potency == round(0.1 * 0.95 ** (7 / 24) + 0.3, 4)
+    assert frontmatter(concepts.render(memory(potency=0.123456)))["potency"] == 0.1235
+
+
+def test_empty_input_says_what_is_empty() -> None:
+    with pytest.raises(InvalidInput) as text:
+        concepts.clean_text(" ", limit=10)
+    assert str(text.value) == "text is empty: say what to remember"
+    with pytest.raises(InvalidInput) as title:
+        concepts.clean_title(" ", limit=10)
+    assert str(title.value) == "title is empty"
+    with pytest.raises(InvalidInput, match="^comment is empty$"):
+        concepts.clean_text("", limit=10, what="comment")
+
+
+def test_clean_source_knows_the_sources() -> None:
+    assert [concepts.clean_source(s) for s in concepts.SOURCES] == list(concepts.SOURCES)
+    for bad in ("robot", "User", 3, None):
+        with pytest.raises(InvalidInput, match="unknown source .*; use one of: user, agent, slack"):
+            concepts.clean_source(bad)
+
+
+@pytest.mark.parametrize("bad", ["line\nbreak", "bell\x07", "bad \udcff surrogate"])
+def test_clean_list_refuses_each_kind_of_bad_character(bad: str) -> None:
+    with pytest.raises(InvalidInput, match="holds line breaks, control characters or invalid UTF-8"):
+        concepts.clean_list(["fine", bad], what="path")
+
+
+def test_clean_list_limits_each_value() -> None:
+    assert concepts.clean_list(["x" * 200], what="tag") == ("x" * 200,)  # 200 by default, inclusive
+    with pytest.raises(InvalidInput) as long:
+        concepts.clean_list(["x" * 201], what="tag")
+    assert str(long.value) == f"tag {'x' * 40!r}... is over 200 characters"
+    assert concepts.clean_list(["abcde"], what="tag", limit=5) == ("abcde",)
+    assert concepts.clean_list(None, what="tag") == ()
+    with pytest.raises(InvalidInput, match="each tag must be a string"):
+        concepts.clean_list([1], what="tag")
+
+
+def test_titles_and_descriptions_made_from_the_text() -> None:
+    assert concepts.title_from("  First line  \nsecond line") == "First line"
+    assert concepts.title_from("x" * 80) == "x" * 80
+    assert concepts.title_from("x" * 81) == "x" * 79 + "…"
+    long = concepts.title_from("word " * 30)
+    assert len(long) == 80 and long.endswith("word…") and long == ("word " * 16).strip()[:79].rstrip() + "…"
+    assert concepts.title_from("bell\x07here") == "bell here"
+    assert concepts.title_from("abcdefghij", limit=5) == "abcd…"
+    assert concepts.description_from("Many\n\n  spaced   words") == "Many spaced words"
+    assert concepts.description_from("x" * 160) == "x" * 160
+    cut = concepts.description_from("y" * 200)
+    assert cut == "y" * 159 + "…" and len(cut) == 160
+    assert concepts.description_from("abcdefghij", limit=5) == "abcd…"
+
+
+def test_slugs_are_cut_at_sixty_characters() -> None:
+    assert concepts.slugify("a" * 100) == "a" * 60
+    assert concepts.slugify("ab " * 30) == ("ab-" * 20)[:60].strip("-")
+
+
+def test_emoji_fall_back_to_the_pure_python_dumper_in_the_same_order() -> None:
+    data = concepts.render(memory(title="Ship 🎉", tags=("zeta", "alpha")))
+    meta = frontmatter(data)
+    assert list(meta) == ["type", "title", "description", "tags", "timestamp", "id", "source", "author",
+                          "created", "updated", "paths", "potency", "last_used", "access_count", "state",
+                          "tenured", "verified", "related", "supersedes"]
+    assert meta["tags"] == ["zeta", "alpha"] and "\\" not in data.decode()
+
+
+@pytest.mark.parametrize("potency", [0, 0.0, 1, 1.0])
+def test_potency_at_the_ends_of_the_range_parses(potency: float) -> None:
+    data = f"---\ntype: fact\nid: 0123456789\npotency: {potency}\n---\ntext\n".encode()
+    assert concepts.parse(data, "fact/x.md").potency == potency
+
+
+@pytest.mark.parametrize("potency", ["-0.01", "1.01"])
+def test_potency_just_outside_the_range_is_refused(potency: str) -> None:
+    with pytest.raises(MalformedConcept, match="'potency' must be between 0 and 1"):
+        concepts.parse(f"---\ntype: fact\nid: 0123456789\npotency: {potency}\n---\ntext\n".encode(), "fact/x.md")
+
+
+@pytest.mark.parametrize(("fields", "created", "updated"), [
+    ("created: 2026-01-01T12:00:00Z", T0, T0),
+    ("timestamp: 2026-01-02T12:00:00Z", T0 + timedelta(days=1), T0 + timedelta(days=1)),
+    ("updated: 2026-01-03T12:00:00Z", T0 + timedelta(days=2), T0 + timedelta(days=2)),
+    ("created: 2026-01-01T12:00:00Z\ntimestamp: 2026-01-02T12:00:00Z", T0, T0 + timedelta(days=1)),
+    ("timestamp: 2026-01-02T12:00:00Z\nupdated: 2026-01-03T12:00:00Z", T0 + timedelta(days=1),
+     T0 + timedelta(days=2)),
+])
+def test_hand_written_dates_fill_each_other_in(fields: str, created: datetime, updated: datetime) -> None:
+    parsed = concepts.parse(f"---\ntype: fact\nid: 0123456789\n{fields}\n---\ntext\n".encode(), "fact/x.md")
+    assert (parsed.created, parsed.updated) == (created, updated)
+
+
+def test_hand_written_blanks_take_the_defaults() -> None:
+    data = b"---\ntype: fact\nid: 0123456789\naccess_count: null\ntags: null\nauthor: 7\n---\ntext\n"
+    parsed = concepts.parse(data, "fact/x.md")
+    assert (parsed.access_count, parsed.tenured, parsed.tags, parsed.author) == (0, False, (), "7")
+    assert concepts.parse(b"---\ntype: fact\nid: 0123456789\nsource: robot\n---\ntext\n", "f.md").source == "import"

@@ -334,12 +334,70 @@ def test_lifecycle_passes(svc: MemoryService, llm_server: Any) -> None:
     assert archived.archived_reason and "never used" in archived.archived_reason
 
 
+
+def test_verified_never_used_memories_are_neither_archived_nor_judged(svc: MemoryService) -> None:
+    old = plant(svc, "Never used but confirmed from long ago.", days=40, potency=1.0, verified=("dana",))
+    grey = plant(svc, "Prefer Postgres for new services.", days=10, verified=("erin",))
+    unverified = plant(svc, "Never used and unconfirmed from long ago.", days=40, potency=1.0)
+    plan = svc.plan("default")
+    assert {a.memory.id: a.action for a in plan.lifecycle} == {unverified.id: "archive"}
+    assert old.id in plan.potencies and grey.id in plan.potencies
+
+
+def test_a_memory_used_yesterday_is_not_archived_however_old(svc: MemoryService) -> None:
+    yesterday = concepts.now() - timedelta(days=1)
+    used = plant(svc, "Stored long ago, used yesterday.", days=100, access_count=5, last_used=yesterday)
+    forgotten = plant(svc, "Stored long ago, last used long ago.", days=100, access_count=5,
+                      last_used=concepts.now() - timedelta(days=90))
+    plan = svc.plan("default")
+    assert plan.potencies[used.id] == pytest.approx(0.8 * 0.95, rel=1e-3)
+    assert {a.memory.id: a.action for a in plan.lifecycle} == {forgotten.id: "archive"}
+
+
+def test_a_merge_unions_the_related_links_of_what_it_replaces(svc: MemoryService, llm_server: Any) -> None:
+    anchor = svc.remember("default", "Run the unit tests before every commit.", source="user").memory
+    assert anchor is not None
+    a = plant(svc, "Run unit tests with pytest before you commit.", days=1, related=("aaaaaaaaaa",))
+    b = plant(svc, "Before a commit, run the unit tests and the linter.", days=2,
+              related=("bbbbbbbbbb", a.id))
+    merged_text = "Before every commit run the unit tests with pytest, and the linter."
+    _, llm = llm_server(lambda r: answer(merged=merged_text, reason="all about testing before commits"))
+    result = svc.consolidate("default", llm=llm)
+    assert result.summary == "consolidated 3 memories into 2, review #1"  # the user's statement stays
+    svc.reviews.approve("default", 1, actor="alice")
+    new = next(m for m in svc.list("default") if m.text == merged_text)
+    # The replaced memories' links, and the user's statement it was merged beside; never a replaced id.
+    assert set(new.related) == {"aaaaaaaaaa", "bbbbbbbbbb", anchor.id}
+    assert set(new.supersedes) == {a.id, b.id}
+    assert svc.show("default", anchor.id).text == "Run the unit tests before every commit."
+
+
+def test_a_pair_update_unions_the_related_links(svc: MemoryService, llm_server: Any) -> None:
+    old = plant(svc, "Always use pnpm to install packages in the web app.", days=3,
+                related=("aaaaaaaaaa",))
+    new = plant(svc, "Always use pnpm to install packages in the web app, never npm.", days=1,
+                related=("bbbbbbbbbb", old.id))
+    updated = "Always use pnpm (never npm) to install packages in the web app."
+    _, llm = llm_server(lambda r: answer(action="update", memory=updated, reason="same fact, more detail"))
+    result = svc.consolidate("default", llm=llm)
+    assert result.review is not None
+    svc.reviews.approve("default", result.review, actor="carol")
+    [kept] = svc.list("default")
+    assert kept.id == old.id and kept.supersedes == (new.id,)
+    assert kept.related == ("aaaaaaaaaa", "bbbbbbbbbb")
+
+
 def test_recorded_usage_is_folded_before_planning(svc: MemoryService) -> None:
     memory = plant(svc, "Deploy with docker compose on the staging box.")
     svc.recall("default", "docker compose staging")
     svc.consolidate("default")
-    assert svc.show("default", memory.id).access_count == 1
-    assert namespace_of(svc, "default").usage.high_water() == 0 or not namespace_of(svc, "default").usage.pending()
+    folded = svc.show("default", memory.id)
+    assert folded.access_count == 1 and folded.last_used is not None
+    assert svc.status("default")["pending_uses"] == 0
+    assert svc.fold_usage("default") is None  # nothing left to fold
+    # The fold is a commit on main, made before the run planned on it.
+    [usage] = [c for c in svc.log("default", limit=5) if c.action == "usage"]
+    assert usage.memory_ids == (memory.id,)
 
 
 def test_an_unavailable_model_leaves_the_clusters_alone(svc: MemoryService, llm_server: Any) -> None:

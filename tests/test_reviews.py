@@ -128,6 +128,32 @@ def test_approval_after_main_changed_the_same_memory_marks_the_review_stale(svc:
     assert "Use descriptive names for variables, methods and classes." in active(svc)
 
 
+
+def test_approval_after_main_changed_a_memory_the_review_names_but_does_not_touch_is_stale(
+        svc: MemoryService) -> None:
+    agent = svc.remember("default", "Use descriptive variable and method names, always.", source="agent").memory
+    user = svc.remember("default", "Use descriptive variable and method names.", source="user").memory
+    assert agent is not None and user is not None
+    result = svc.consolidate("default")
+    assert result.review is not None and [d.kind for d in result.decisions] == ["cover"]
+    [commit] = svc.reviews.diff("default", result.review)
+    # The agent's statement goes because the user's covers it: the user's file is not touched,
+    # but the commit names the user's memory in its Memory-Id trailers.
+    assert [(f.path, f.status) for f in commit.files] == [(agent.path, "deleted")]
+    assert set(commit.memory_ids) == {agent.id, user.id}
+    svc.amend("default", user.id, text="Use short names for loop variables.")
+    moved = main_head(svc)
+    base = svc.reviews.get("default", result.review).base
+    with pytest.raises(StaleReview) as stale:
+        svc.reviews.approve("default", result.review, actor="alice")
+    assert str(stale.value) == (f"review #{result.review} is stale: main changed memories {user.id} after the "
+                                f"review was opened at {base[:10]}; run consolidation again to review the "
+                                "current state")
+    assert main_head(svc) == moved
+    assert svc.show("default", agent.id).text == "Use descriptive variable and method names, always."
+    assert svc.reviews.get("default", result.review).status == "stale"
+
+
 def test_approval_after_main_changed_other_memories_rebases(svc: MemoryService) -> None:
     number = three_merges(svc)
     svc.remember("default", "Keep CI under ten minutes.")
@@ -151,6 +177,34 @@ def test_reject_closes_the_review_and_leaves_main_untouched(svc: MemoryService) 
     assert len(svc.reviews.diff("default", number)) == 3  # still readable
     with pytest.raises(Conflict, match="already rejected"):
         svc.reviews.approve("default", number, actor="bob")
+
+
+
+def test_consolidation_branches_without_a_review_are_pruned(svc: MemoryService, settings: Settings) -> None:
+    number = three_merges(svc)
+    branch = svc.reviews.get("default", number).branch
+    repo = settings.repos_dir / "default.git"
+    main = main_head(svc)
+    assert main is not None
+    orphans = ["refs/heads/consolidate/default/20200101T000000Z", "refs/heads/consolidate/default/20200101T000000Z-2"]
+    kept = ["refs/heads/consolidate/team/20200101T000000Z", "refs/heads/review/amend-20200101T000000-abcdef0"]
+    for ref in orphans + kept:
+        git(repo, "update-ref", ref, main)  # as a run killed between its branch and its review leaves it
+
+    assert sorted(svc.reviews.prune_orphans("default")) == orphans
+
+    left = git(repo, "for-each-ref", "--format=%(refname)").split()
+    assert not set(orphans) & set(left)
+    assert {branch, *kept} <= set(left)
+    assert svc.reviews.prune_orphans("default") == []
+
+
+def test_a_run_prunes_orphaned_branches_first(svc: MemoryService, settings: Settings) -> None:
+    repo = settings.repos_dir / "default.git"
+    orphan = "refs/heads/consolidate/default/20200101T000000Z"
+    git(repo, "update-ref", orphan, "main")
+    assert svc.consolidate("default").summary == "nothing to consolidate"
+    assert orphan not in git(repo, "for-each-ref", "--format=%(refname)").split()
 
 
 def test_comments_and_listing(svc: MemoryService) -> None:
@@ -255,6 +309,22 @@ def test_cli_consolidate_and_review_commands(svc: MemoryService, settings: Setti
     assert again.returncode == 4 and again.stderr.startswith("error: review #1 is already merged")
     missing = cli(settings, "review", "reject", "7", ok=False)
     assert missing.returncode == 3 and "no review #7" in missing.stderr
+
+
+
+def test_cli_review_reject(svc: MemoryService, settings: Settings) -> None:
+    number = three_merges(svc)
+    before = main_head(svc)
+    done = cli(settings, "review", "reject", str(number), "--reason", "keep them apart", "--actor", "bob")
+    assert done.stdout == f"review #{number} rejected\n"
+    [listed] = json.loads(cli(settings, "review", "list", "--json").stdout)
+    assert (listed["number"], listed["status"], listed["decided_by"]) == (number, "rejected", "bob")
+    assert [(c["actor"], c["text"]) for c in listed["comments"]] == [("bob", "keep them apart")]
+    assert main_head(svc) == before
+    assert active(svc) == sorted(text for pair in TOPICS for text in pair)
+    assert listed["branch"] not in git(settings.repos_dir / "default.git", "for-each-ref", "--format=%(refname)")
+    again = cli(settings, "review", "reject", str(number), "--json", ok=False)
+    assert again.returncode == 4 and again.stderr == f"error: review #{number} is already rejected\n"
 
 
 def test_reading_reviews_writes_nothing(svc: MemoryService) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from gitmem.ranking import path_matches
 from gitmem.repo import Change
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
+from gitmem.similarity import similarity
 from tests.conftest import git, namespace_of, push_refused_entry
 
 Fsck = Callable[[str], None]
@@ -208,6 +210,120 @@ def test_similar_text_is_not_merged_into_an_archived_memory(svc: MemoryService) 
     result = svc.remember("default", "Always use pnpm to install JavaScript dependencies in this repo too",
                           source="agent")
     assert result.outcome == "added"
+
+
+
+# The gate compares token sets: these statements are exactly 0.8, just under 0.8 and exactly 0.6
+# similar to STORED (checked below with gitmem.similarity, which the gate's score equals for
+# one-line texts with no tags).
+STORED = "Always run the unit tests before you push"
+AT_0_8 = "Always run all unit tests before you push"
+UNDER_0_8 = "Always run the unit tests before pushing"
+AT_0_6 = "Always run the smoke tests after you push"
+
+
+@pytest.mark.parametrize(("text", "score", "outcome"), [
+    (AT_0_8, 0.8, "merged"),
+    (UNDER_0_8, 0.7857, "added"),
+    (AT_0_6, 0.6, "added"),
+])
+def test_the_write_gate_merges_from_0_8_similar_up(svc: MemoryService, text: str, score: float,
+                                                   outcome: str) -> None:
+    assert similarity(STORED, text) == pytest.approx(score, abs=1e-4)
+    assert svc.settings.high_similarity == 0.8
+    original = svc.remember("default", STORED).memory
+    assert original is not None
+    result = svc.remember("default", text, source="agent")
+    assert result.outcome == outcome
+    assert (result.similar_to == original.id) is (outcome == "merged")
+    assert len(svc.list("default")) == (1 if outcome == "merged" else 2)
+
+
+@pytest.mark.parametrize("source", ["agent", "import", "consolidation"])
+def test_the_write_gate_threshold_is_inclusive(settings: Settings, source: str) -> None:
+    exact = similarity(STORED, UNDER_0_8)
+    for threshold, outcome in ((exact, "merged"), (math.nextafter(exact, 1.0), "added")):
+        svc = MemoryService(settings.with_(home=settings.home / f"{threshold}", high_similarity=threshold))
+        svc.init("default")
+        svc.remember("default", STORED)
+        assert svc.remember("default", UNDER_0_8, source=source).outcome == outcome, threshold
+        svc.close()
+
+
+def test_a_users_statement_is_never_merged_however_similar(svc: MemoryService) -> None:
+    svc.remember("default", STORED)
+    for source, text in (("user", AT_0_8), ("slack", "Always run the unit tests before you push to main")):
+        assert similarity(STORED, text) >= 0.8
+        assert svc.remember("default", text, source=source).outcome == "added"
+    assert len(svc.list("default")) == 3
+
+
+
+def test_the_write_gate_merges_into_the_most_similar_memory(svc: MemoryService) -> None:
+    loose = svc.remember("default", "Run the linter before you push").memory
+    close = svc.remember("default", STORED).memory
+    assert loose is not None and close is not None
+    result = svc.remember("default", AT_0_8, source="agent")
+    assert (result.outcome, result.similar_to) == ("merged", close.id)
+
+
+
+def test_the_write_gate_looks_past_archived_memories(svc: MemoryService) -> None:
+    gone = svc.remember("default", "Always run all unit tests before you push!").memory
+    assert gone is not None
+    svc.forget("default", gone.id)
+    faded = aged(9, text=STORED, title=STORED)
+    put(svc, faded)
+    result = svc.remember("default", AT_0_8.replace("all", "all the"), source="agent")
+    assert (result.outcome, result.similar_to) == ("merged", faded.id)
+    # Potency +0.05 on what it had faded to, kept to four places.
+    assert svc.show("default", faded.id).potency == round(0.8 * 0.95**9 + 0.05, 4) == 0.5542
+
+
+def test_the_write_gate_merges_into_a_pending_memory_and_keeps_it_pending(svc: MemoryService) -> None:
+    pending = svc.remember("default", STORED, state="pending").memory
+    assert pending is not None
+    merged = svc.remember("default", AT_0_8, source="agent")
+    assert (merged.outcome, merged.similar_to) == ("merged", pending.id)
+    again = svc.remember("default", STORED.lower(), source="agent")
+    assert again.outcome == "reinforced" and svc.show("default", pending.id).state == "pending"
+
+
+def test_the_write_gate_never_lifts_potency_past_1(svc: MemoryService) -> None:
+    memory = svc.remember("default", STORED).memory
+    assert memory is not None
+    svc.remember("default", STORED.upper(), source="agent")  # reinforced: 0.8 + 0.3, capped at 1
+    for text in (AT_0_8, "Always run all the unit tests before you push"):
+        assert svc.remember("default", text, source="agent").outcome == "merged"
+        assert svc.show("default", memory.id).potency == 1.0
+
+
+def test_remember_defaults_and_limits(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Defaults of a new memory.", paths=["p" * 400], related=["r" * 40],
+                          author="a" * 200).memory
+    assert memory is not None
+    assert (memory.tenured, memory.state, memory.source, memory.type) == (False, "active", "user", "fact")
+    assert svc.show("default", memory.id).tenured is False
+    assert svc.remember("default", "Tags up to 80 characters.", tags=["t" * 80]).memory is not None
+    for field, value in (("paths", ["p" * 401]), ("related", ["r" * 41]), ("author", "a" * 201),
+                         ("tags", ["t" * 81])):
+        with pytest.raises(InvalidInput, match="is over"):
+            svc.remember("default", f"Too long a {field}.", **{field: value})  # type: ignore[arg-type]
+
+
+def test_remember_tells_the_write_listeners_and_survives_a_failing_one(
+        svc: MemoryService, caplog: pytest.LogCaptureFixture) -> None:
+    heard: list[tuple[str, str, str | None]] = []
+
+    def broken(namespace: str, result: object) -> None:
+        raise RuntimeError("listener down")
+
+    svc.write_listeners.append(broken)
+    svc.write_listeners.append(lambda namespace, result: heard.append((namespace, result.outcome, result.commit)))
+    result = svc.remember("default", "Listeners hear every write.")
+    assert heard == [("default", "added", result.commit)]
+    assert "listener down" in caplog.text
+    assert svc.show("default", result.memory.id if result.memory else "").text == "Listeners hear every write."
 
 
 # --- amend, forget, history ---------------------------------------------------------------------------
@@ -457,7 +573,11 @@ def test_potency_decays_lazily_and_old_memories_stop_being_recalled(svc: MemoryS
     assert again[week.id] == pytest.approx(hits[week.id].potency, rel=1e-4)
     assert file_at(svc, week.path).potency == 0.8, "decay is never written back by a read"
     assert head(svc) == before
-    assert svc.recall("default", "release train", include_archived=True, record=False)
+    everything = {h.memory.id: h.potency for h in svc.recall("default", "release train", include_archived=True,
+                                                              record=False)}
+    assert set(everything) == {week.id, old.id, tenured.id}
+    assert everything[old.id] == pytest.approx(0.8 * 0.95**60, rel=1e-3)
+    assert everything[old.id] < concepts.ARCHIVE_BELOW
 
 
 def test_a_use_revives_a_fading_memory_by_0_3(svc: MemoryService) -> None:
@@ -485,6 +605,54 @@ def test_recall_ranks_memories_about_the_callers_file_first(svc: MemoryService) 
     assert ranked[0].memory.id == specific.id and ranked[0].path_match
     by_file = svc.recall("default", path="web/views/home.py", record=False)
     assert [h.memory.id for h in by_file] == [folder.id]
+
+
+
+def test_recall_scores_decay_with_the_days_since_the_last_use_or_update(svc: MemoryService) -> None:
+    now = concepts.now()
+    fresh = aged(0, text="Fresh note on release trains.")
+    month = aged(30, text="Month-old note on release trains.")
+    used = aged(60, text="Old note on release trains, used a fortnight ago.",
+                last_used=now - timedelta(days=15))
+    for memory in (fresh, month, used):
+        put(svc, memory)
+    hits = {h.memory.id: h for h in svc.recall("default", record=False)}
+    # Without a query every candidate is equally relevant (1.0): score = potency / (1 + days / 30).
+    assert hits[fresh.id].score == pytest.approx(hits[fresh.id].potency, rel=1e-3)
+    assert hits[month.id].potency == pytest.approx(0.8 * 0.95**30, rel=1e-3)
+    assert hits[month.id].score == pytest.approx(hits[month.id].potency / 2, rel=1e-3)
+    assert hits[used.id].potency == pytest.approx(0.8 * 0.95**15, rel=1e-3)
+    assert hits[used.id].score == pytest.approx(hits[used.id].potency / 1.5, rel=1e-3)
+
+
+def test_a_fresher_memory_outranks_a_stronger_older_one(svc: MemoryService) -> None:
+    weak_fresh = aged(0, text="Fresh note on release trains.", potency=0.3)
+    strong_old = aged(20, text="Older note on release trains.", potency=1.0)
+    put(svc, weak_fresh)
+    put(svc, strong_old)
+    hits = svc.recall("default", "release trains", record=False)
+    # 0.3 now against 1.0 x 0.95^20 = 0.36 faded, over 1 + 20/30 for its age: 0.21.
+    assert hits[1].potency > hits[0].potency
+    assert [h.memory.id for h in hits] == [weak_fresh.id, strong_old.id]
+
+
+@pytest.mark.parametrize("query", ["", "release train"])
+def test_a_pending_memory_scores_half_an_equally_relevant_active_one(svc: MemoryService, query: str) -> None:
+    active = aged(0, text="Active note about the release train.")
+    pending = aged(0, text="Pending note about the release train.", state="pending")
+    for memory in (active, pending):
+        put(svc, memory)
+    hits = {h.memory.id: h for h in svc.recall("default", query, record=False)}
+    assert hits[pending.id].potency == pytest.approx(hits[active.id].potency)
+    assert hits[pending.id].score == pytest.approx(hits[active.id].score * 0.5, rel=1e-3)
+
+
+def test_a_pending_memory_ranks_below_a_weaker_active_one(svc: MemoryService) -> None:
+    pending = aged(0, text="Pending note about the release train.", state="pending", potency=0.8)
+    active = aged(0, text="Active note about the release train.", potency=0.6)
+    for memory in (pending, active):
+        put(svc, memory)
+    assert [h.memory.id for h in svc.recall("default", "release train", record=False)] == [active.id, pending.id]
 
 
 @pytest.mark.parametrize("pattern,file,matches", [
@@ -654,8 +822,12 @@ def test_a_malformed_file_pushed_by_hand_breaks_nothing_else(svc: MemoryService,
         svc.forget("default", victim.id)
     assert svc.show("default", good.id).text == "Good memory about queues."
     assert {h.memory.id for h in svc.recall("default", "queues")} == {good.id, "abcdef0123"}
-    assert svc.remember("default", "New memories still work.").outcome == "added"
-    json.loads(svc.export("default", "json"))
+    added = svc.remember("default", "New memories still work.")
+    assert added.outcome == "added" and added.memory is not None
+    exported = json.loads(svc.export("default", "json"))
+    assert {m["id"]: m["text"] for m in exported} == {good.id: "Good memory about queues.",
+                                                      "abcdef0123": "Write tests for queues.",
+                                                      added.memory.id: "New memories still work."}
     fsck("default")
 
 

@@ -41,6 +41,9 @@ def test_normalise_folds_case_width_and_punctuation() -> None:
 def test_similarity_is_one_for_normalised_identical_text() -> None:
     assert similarity("Use pnpm.", "use PNPM") == 1.0
     assert similarity("Use pnpm", "Use yarn") < 1.0
+    # Identical once folded, though split into different words: still the same statement.
+    assert token_set("Don't commit pnpm-lock.yaml") != token_set("dont commit pnpmlock yaml")
+    assert similarity("Don't commit pnpm-lock.yaml", "dont commit pnpmlock yaml") == 1.0
 
 
 def test_dice() -> None:

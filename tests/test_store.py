@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pygit2
@@ -276,3 +277,127 @@ def test_refused_part_follows_libgit2(store: Store, name: str) -> None:
     except pygit2.GitError:
         libgit2_refuses = True
     assert (refused_part(f"fact/{name}/x.md") == name) is libgit2_refuses
+# --- details the mutation run showed no test held (bench/mutation.py) -----------------------------
+
+
+def test_changes_and_commit_infos_are_immutable(store: Store) -> None:
+    change = Change({"fact/a.md": b"a"}, "a", "remember")
+    with pytest.raises(FrozenInstanceError):
+        change.summary = "b"  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        store.info(store.head()).actor = "someone"  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(("length", "summary"), [(72, "x" * 72), (73, "x" * 71 + "…")])
+def test_summaries_are_cut_after_72_characters(length: int, summary: str) -> None:
+    assert Change({}, "x" * length, "remember").message().splitlines()[0] == summary
+
+
+def test_the_body_sits_between_the_summary_and_the_trailers() -> None:
+    assert Change({}, "s", "remember", body="  ").message() == "s\n\nAction: remember\nActor: gitmem\n"
+    assert Change({}, "s", "remember", ("0123456789",), "agent", "ann", body=" why \n").message() == (
+        "s\n\nwhy\n\nMemory-Id: 0123456789\nAction: remember\nSource: agent\nActor: ann\n")
+
+
+def test_trailers_need_a_paragraph_of_their_own_and_key_colon_value_lines() -> None:
+    assert parse_trailers("Action: remember\n") == {}, "a lone summary line is not a trailer"
+    message = "s\n\nAction: merge\nSigned\nNot a key: x\nActor:bob\nMemory-Id: a\nMemory-Id: b\n"
+    assert parse_trailers(message) == {"Action": ["merge"], "Memory-Id": ["a", "b"]}
+
+
+def test_info_falls_back_to_the_author_and_takes_the_first_value(store: Store) -> None:
+    tree = store.head().tree.id
+    author = pygit2.Signature("Hand Edit", "hand@example.com")
+    plain = store.repo.create_commit(None, author, author, "edited by hand\n\nno trailers here\n", tree,
+                                     [store.head().id])
+    info = store.info(store.commit(str(plain)))
+    assert (info.summary, info.actor, info.action, info.memory_ids) == ("edited by hand", "Hand Edit", "unknown", ())
+    twice = store.repo.create_commit(None, author, author, "s\n\nAction: one\nAction: two\nActor: a\nActor: b\n",
+                                     tree, [store.head().id])
+    info = store.info(store.commit(str(twice)))
+    assert (info.action, info.actor) == ("one", "a")
+
+
+def test_create_makes_the_folders_above_the_repository(tmp_path: Path) -> None:
+    store = Store.create(tmp_path / "a" / "b" / "c" / "team.git", b"# memories\n")
+    assert store.read("README.md") == b"# memories\n"
+
+
+def test_changed_paths_lists_added_modified_and_deleted_files(store: Store) -> None:
+    first = store.commit(write(store, {"fact/a.md": b"a\n", "fact/b.md": b"b\n"}))
+    second = store.commit(write(store, {"fact/a.md": b"a2\n", "fact/b.md": None, "lesson/c.md": b"c\n"}))
+    assert sorted(store.changed_paths(first, second), key=str) == sorted(
+        [("fact/a.md", "fact/a.md"), ("fact/b.md", None), (None, "lesson/c.md")], key=str)
+    assert sorted(p for _, p in store.changed_paths(None, first)) == ["README.md", "fact/a.md", "fact/b.md"]
+    assert all(old is None for old, _ in store.changed_paths(None, first))
+    assert store.changed_paths(second, second) == []
+
+
+def test_a_change_that_empties_a_folder_removes_it(store: Store) -> None:
+    write(store, {"fact/a.md": b"a\n"})
+    write(store, {"fact/a.md": None})
+    assert store.read("fact/a.md") is None and "fact" not in store.head().tree
+    write(store, {"README.md": None})
+    assert len(store.head().tree) == 0, "an empty root tree is still a tree"
+    fsck(store)
+
+
+def test_a_change_may_carry_a_tree_made_elsewhere(store: Store) -> None:
+    added = write(store, {"fact/a.md": b"a\n"})
+    tree = store.revert_change(store.commit(added), store.head())
+    oid = store.write_commit(store.head(), Change({"fact/ignored.md": b"x"}, "revert", "revert", tree=tree))
+    assert store.repo[oid].peel(pygit2.Commit).tree.id == tree
+    given = store.write_commit(store.head(), Change({}, "s", "remember"), tree=tree)
+    assert store.repo[given].peel(pygit2.Commit).tree.id == tree
+
+
+def test_compare_and_swap_refuses_any_other_old_value(store: Store) -> None:
+    head = store.head_id()
+    new = store.write_commit(store.head(), Change({"fact/a.md": b"a"}, "a", "remember"))
+    for wrong in ("0" * 40, "f" * 40):  # sorting below and above the real head
+        with pytest.raises(RefRaceLost, match="moved"):
+            store.move_ref(MAIN, new, wrong, "a")
+        assert store.head_id() == head
+
+
+@pytest.mark.parametrize(("age", "cleared"), [(9.0, False), (10.5, True)])
+def test_a_ref_lock_counts_as_stale_after_ten_seconds(store: Store, age: float, cleared: bool) -> None:
+    lock = store.path / "refs" / "heads" / "main.lock"
+    lock.write_text("0" * 40 + "\n")
+    then = time.time() - age
+    os.utime(lock, (then, then))
+    head = store.head_id()
+    assert head is not None
+    new = store.write_commit(store.head(), Change({"fact/a.md": b"a"}, "a", "remember"))
+    if cleared:
+        store.move_ref(MAIN, new, head, "a")  # one call: the stale lock is removed and the move made
+        assert store.head_id() == str(new) and not lock.exists()
+    else:
+        with pytest.raises(RefRaceLost):
+            store.move_ref(MAIN, new, head, "a")
+        assert store.head_id() == head and lock.exists()
+
+
+def test_deleting_a_missing_ref_is_quiet(store: Store) -> None:
+    store.delete_ref("refs/heads/never-made")
+    assert store.head_id("refs/heads/never-made") is None
+
+
+def test_the_reflog_message_is_the_summary_up_to_200_characters(store: Store) -> None:
+    store.transact(lambda head: Change({"fact/a.md": b"a"}, "y" * 300, "remember"))
+    [latest] = git(store.path, "reflog", "show", "-1", "--format=%gs", "main").splitlines()
+    assert latest == "y" * 200
+
+
+def test_reverting_a_merge_pushed_by_hand_undoes_what_it_brought_in(store: Store) -> None:
+    base = store.head()
+    ours = store.commit(write(store, {"fact/ours.md": b"ours\n"}))
+    theirs = store.commit(str(store.write_commit(base, Change({"fact/theirs.md": b"theirs\n"}, "t", "remember"))))
+    tree = store.write_tree(ours.tree, {"fact/theirs.md": b"theirs\n"})
+    hand = pygit2.Signature("Hand", "hand@example.com")
+    merge = store.repo.create_commit(None, hand, hand, "Merge theirs\n", tree, [ours.id, theirs.id])
+    store.move_ref(MAIN, merge, str(ours.id), "merge by hand")
+    reverted = store.repo[store.revert_change(store.commit(str(merge)), store.head())].peel(pygit2.Tree)
+    assert sorted(e.name for e in reverted["fact"].peel(pygit2.Tree)) == ["ours.md"]
+    with pytest.raises(RevertConflict, match=rf"^{str(base.id)[:10]} is the first commit"):
+        store.revert_change(base, store.head())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -126,6 +127,24 @@ def test_a_worker_consolidates_and_opens_a_review(service: MemoryService, broker
     assert namespace_of(service, "default").store.head_id(MAIN) == main  # main waits for the approval
 
 
+
+def test_cli_consolidate_queue_hands_the_run_to_a_worker(service: MemoryService, broker_settings: Settings,
+                                                         tmp_path: Path) -> None:
+    near_duplicates(service)
+    main = namespace_of(service, "default").store.head_id(MAIN)
+    done = subprocess.run([sys.executable, "-m", "gitmem", "consolidate", "--queue", "--json"],
+                          env=worker_env(broker_settings), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    queued = json.loads(done.stdout)
+    assert queued["namespace"] == "default" and queued["task"]
+    assert service.reviews.list("default") == []  # queued, not run by the command itself
+    with worker(broker_settings, tmp_path / "worker.log"):
+        result = result_of(broker_settings, queued["task"])
+    assert result["summary"] == "consolidated 2 memories into 1, review #1"
+    assert service.reviews.get("default", 1).status == "open"
+    assert namespace_of(service, "default").store.head_id(MAIN) == main
+
+
 def test_a_worker_uses_the_configured_llm(service: MemoryService, broker_settings: Settings,
                                           tmp_path: Path) -> None:
     near_duplicates(service)
@@ -203,6 +222,33 @@ def test_trigger_rules(settings: Settings, svc: MemoryService) -> None:
     RunState(settings.state_dir, "default").write(last_enqueued=concepts.iso(at))
     assert not svc.should_trigger("default", at + timedelta(minutes=5))  # throttled
     assert svc.should_trigger("default", at + timedelta(hours=2))
+
+
+
+def test_the_trigger_waits_while_a_consolidation_review_is_open(svc: MemoryService) -> None:
+    near_duplicates(svc)
+    result = svc.consolidate("default")
+    assert result.review is not None
+    later = concepts.now() + timedelta(hours=25)
+    assert not svc.should_trigger("default", later)  # a day since the run, but its review is open
+    svc.reviews.reject("default", result.review, actor="alice")
+    assert svc.should_trigger("default", later)
+    # An open review of another kind (an amendment) does not hold consolidation back.
+    memory = svc.list("default")[0]
+    assert svc.feedback("default", memory.id, "amend", actor="eve", text="Name things descriptively.").review
+    assert svc.should_trigger("default", later)
+
+
+def test_the_trigger_waits_for_the_review_however_many_memories_arrive(svc: MemoryService) -> None:
+    near_duplicates(svc)
+    result = svc.consolidate("default")
+    assert result.review is not None
+    for i in range(16):
+        plant(svc, f"Fact {i}: service {i} listens on port {8000 + i}.")
+    at = concepts.now()
+    assert not svc.should_trigger("default", at)  # more than 15 active, but the review is open
+    svc.reviews.approve("default", result.review, actor="alice")
+    assert svc.should_trigger("default", at)
 
 
 def test_beat_runs_every_namespace_on_its_schedule(tmp_path: Path) -> None:

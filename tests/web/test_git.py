@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from gitmem.service import MemoryService
@@ -51,14 +52,22 @@ def test_clone_with_basic_auth_key_as_password(live_server: str, keys: Keys, tmp
     assert (tmp_path / "clone" / "README.md").is_file()
 
 
-@pytest.mark.parametrize("key", [None, "gmk_000000000000_wrongwrongwrongwrongwrong", "other"])
+@pytest.mark.parametrize(("key", "status", "said"), [
+    (None, 401, "could not read Username"),  # git asks for credentials after a 401
+    ("gmk_000000000000_wrongwrongwrongwrongwrong", 401, "could not read Username"),
+    ("other", 403, "The requested URL returned error: 403"),  # a valid key for another namespace
+])
 def test_clone_without_a_valid_key_is_refused(live_server: str, keys: Keys, tmp_path: Path,
-                                              key: str | None) -> None:
-    args = with_key(keys.other if key == "other" else key) if key else []
-    cloned = git(*args, "clone", f"{live_server}/git/default.git", str(tmp_path / "clone"))
+                                              key: str | None, status: int, said: str) -> None:
+    presented = keys.other if key == "other" else key
+    refs = httpx.get(f"{live_server}/git/default.git/info/refs", params={"service": "git-upload-pack"},
+                     headers={"Authorization": f"Bearer {presented}"} if presented else {}, timeout=30)
+    assert refs.status_code == status
+    assert refs.json()["error"]["status"] == status
+    cloned = git(*(with_key(presented) if presented else []), "clone", f"{live_server}/git/default.git",
+                 str(tmp_path / "clone"))
     assert cloned.returncode != 0
-    assert "401" in cloned.stderr or "403" in cloned.stderr or "Authentication" in cloned.stderr \
-        or "could not read Username" in cloned.stderr
+    assert said in cloned.stderr, cloned.stderr
     assert not (tmp_path / "clone" / "README.md").exists()
 
 

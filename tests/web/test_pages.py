@@ -300,3 +300,19 @@ def test_a_review_page_in_other_digits_is_refused(client: Client, keys: Keys, sv
     assert client.get("/ns/default/reviews/3").status_code == 200
     page = client.get("/ns/default/reviews/\u0663")  # Arabic-Indic three
     assert page.status_code == 400 and "is not a review number" in page.get_data(as_text=True)
+def test_logout_ends_the_session(client: Client, keys: Keys, svc: MemoryService,
+                                 remember: Callable[..., str]) -> None:
+    mid = remember("Sessions end on sign-out")
+    token = signed_in(client, keys.writer)
+    forged = client.post("/logout", data={"csrf_token": "guess"})
+    assert forged.status_code == 403
+    assert client.get("/ns/default/").status_code == 200, "a forged sign-out changes nothing"
+
+    out = client.post("/logout", data={"csrf_token": token})
+    assert out.status_code == 303 and out.headers["Location"] == "/login"
+    again = client.get("/ns/default/")
+    assert again.status_code == 302 and "/login" in again.headers["Location"]
+    before = svc.status("default")["head"]
+    stale = client.post(f"/ns/default/memories/{mid}/feedback", data={"action": "confirm", "csrf_token": token})
+    assert stale.status_code == 403, "the old form token went with the session"
+    assert svc.status("default")["head"] == before

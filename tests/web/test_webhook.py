@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 
@@ -134,7 +135,8 @@ def test_signed_request_is_accepted_once(hclient: Client, hsvc: MemoryService, m
 def test_stale_or_forged_signatures_are_401(hclient: Client, hsvc: MemoryService, mid: str,
                                             forge: str) -> None:
     body = {"memory_id": mid, "action": "reject", "actor": "mallory"}
-    at = {"stale": time.time() - 3600, "future": time.time() + 3600}.get(forge)
+    # Just outside the five-minute window on either side (time only moves a stale one further out).
+    at = {"stale": math.floor(time.time()) - 301, "future": math.ceil(time.time()) + 301}.get(forge)
     raw, headers = signed(body, at=at, secret="guess" if forge == "wrong-secret" else SECRET)
     if forge == "tampered":
         raw = raw.replace(b"mallory", b"alice")
@@ -144,6 +146,17 @@ def test_stale_or_forged_signatures_are_401(hclient: Client, hsvc: MemoryService
     response = hclient.post(URL, data=raw, headers=headers)
     assert response.status_code == 401 and response.json["error"]["message"]
     assert hsvc.status("default")["head"] == before
+
+
+
+@pytest.mark.parametrize("offset", [-299, 299])
+def test_signatures_within_five_minutes_are_accepted(hclient: Client, hsvc: MemoryService, mid: str,
+                                                     offset: int) -> None:
+    at = math.ceil(time.time()) + offset if offset < 0 else math.floor(time.time()) + offset
+    raw, headers = signed({"memory_id": mid, "action": "confirm", "actor": "slack:U123"}, at=at)
+    response = hclient.post(URL, data=raw, headers=headers)
+    assert response.status_code == 200, response.json
+    assert hsvc.show("default", mid).verified == ("slack:U123",)
 
 
 def test_signatures_are_refused_when_no_secret_is_set(client: Client, svc: MemoryService) -> None:

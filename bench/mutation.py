@@ -1,0 +1,348 @@
+"""Mutation testing of gitmem's core: the share of planted bugs each module's tests catch.
+
+A mutation tool (cosmic-ray) plants one small bug at a time in a module (``<`` for ``<=``, ``0.8``
+for ``0.5``, ``and`` for ``or``, a ``break`` for a ``continue``...) and runs that module's fast tests;
+a mutant the tests fail on is *killed*, one they pass on *survived*. The killed share measures how
+well the tests pin behaviour, which line coverage cannot.
+
+Everything runs in a throw-away copy of the working tree (cosmic-ray rewrites the file it mutates
+on disk), so the checkout is never touched. Not a test and not run by CI. From the repository root::
+
+    .venv/bin/python bench/mutation.py                        # every target, 20 minutes each at most
+    .venv/bin/python bench/mutation.py concepts similarity    # some targets
+    .venv/bin/python bench/mutation.py --minutes 5 --survivors store
+
+cosmic-ray is installed into the running interpreter on first use (``pip install cosmic-ray``);
+pass ``--no-install`` to refuse that. Results go to ``bench/results/mutation.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import json
+import os
+import platform
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+# Plugin autoloading (schemathesis, playwright) costs two seconds a run; the core's tests need none
+# of them but pytest-timeout, loaded by name.
+PYTEST = ["-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "pytest_timeout", "--no-header",
+          "-o", "addopts="]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A module (or some functions of it) and the fast tests that should pin it."""
+
+    module: str
+    tests: tuple[str, ...]
+    functions: tuple[str, ...] = ()  # qualified names; empty: the whole module
+    select: str = ""  # a pytest -k expression narrowing the test files
+    note: str = ""
+
+    def test_args(self) -> list[str]:
+        return [*self.tests, *(["-k", self.select] if self.select else [])]
+
+
+TARGETS: dict[str, Target] = {
+    "concepts": Target("gitmem/concepts.py", ("tests/test_concepts.py",)),
+    "similarity": Target("gitmem/similarity.py", ("tests/test_similarity.py",)),
+    "store": Target("gitmem/store.py", ("tests/test_store.py",)),
+    "write-gate": Target(
+        "gitmem/service.py", ("tests/test_service.py",), functions=("MemoryService.remember",),
+        select="gate or remember or reinforc or merged or users_statement or slug",
+        note="MemoryService.remember: validation, the normalised-duplicate check and the similarity gate",
+    ),
+    "staleness": Target(
+        "gitmem/reviews.py", ("tests/test_reviews.py",), functions=("Reviews._staleness",),
+        select="stale or rebases or approving or partial",
+        note="Reviews._staleness: which changes on main make a review stale",
+    ),
+}
+
+
+# --- the tool --------------------------------------------------------------------------------------
+
+
+def ensure_cosmic_ray(install: bool) -> None:
+    """Import cosmic-ray, installing it with pip into this interpreter if allowed."""
+    if importlib.util.find_spec("cosmic_ray") is not None:
+        return
+    if not install:
+        sys.exit("cosmic-ray is not installed: run `python -m pip install cosmic-ray` (or drop --no-install)")
+    print("installing cosmic-ray into", sys.prefix, flush=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "cosmic-ray"], check=True)
+
+
+def cosmic_ray(*args: str) -> list[str]:
+    """The cosmic-ray command line, run by this interpreter."""
+    return [sys.executable, "-c", "import sys; from cosmic_ray.cli import main; sys.exit(main())", *args]
+
+
+# --- the copy --------------------------------------------------------------------------------------
+
+
+def copy_tree(dest: Path) -> None:
+    """Copy the working tree's tracked and new files (not ignored ones) to ``dest``."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+
+
+def env_for(copy: Path) -> dict[str, str]:
+    # The copy's package must win over the installed (editable) one: it comes first on the path,
+    # and no bytecode is cached, so a mutation made within the same second is never missed.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITMEM_", "SLACK_"))}
+    env.update(PYTHONPATH=str(copy), PYTHONDONTWRITEBYTECODE="1", PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    return env
+
+
+# --- picking the mutants ---------------------------------------------------------------------------
+
+
+def line_ranges(path: Path, functions: tuple[str, ...]) -> list[tuple[int, int]]:
+    """First and last line of each named function (``Class.method`` or ``function``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: dict[str, tuple[int, int]] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    found[name] = (child.lineno, child.end_lineno or child.lineno)
+                visit(child, f"{name}.")
+
+    visit(tree, "")
+    missing = [f for f in functions if f not in found]
+    if missing:
+        sys.exit(f"{path}: no function {', '.join(missing)} (moved or renamed? update TARGETS in {__file__})")
+    return [found[f] for f in functions]
+
+
+Span = tuple[tuple[int, int], tuple[int, int]]  # (line, column) of the start and of the end
+
+
+def annotation_spans(path: Path) -> list[Span]:
+    """Where the module's type annotations are.
+
+    Under ``from __future__ import annotations`` (every gitmem module) they are strings that
+    nothing evaluates, so a mutant inside one (``str | None`` to ``str + None``) cannot change
+    behaviour: counting it would only dilute the score.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    spans: list[Span] = []
+    for node in ast.walk(tree):
+        found: list[ast.expr | None] = []
+        if isinstance(node, ast.arg):
+            found.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+        for expr in found:
+            if expr is not None:
+                end = (expr.end_lineno or expr.lineno, expr.end_col_offset or 0)
+                spans.append(((expr.lineno, expr.col_offset), end))
+    return spans
+
+
+def skip_unwanted(session: Path, ranges: list[tuple[int, int]], ignored: list[Span]) -> int:
+    """Skip mutants outside ``ranges`` (when given) or inside ``ignored``; returns how many are left."""
+    from cosmic_ray.work_db import use_db
+    from cosmic_ray.work_item import WorkerOutcome, WorkResult
+
+    def wanted(start: tuple[int, int], end: tuple[int, int]) -> bool:
+        if ranges and not any(a <= start[0] <= b for a, b in ranges):
+            return False
+        return not any(lo <= start and end <= hi for lo, hi in ignored)
+
+    left = 0
+    with use_db(str(session)) as db:
+        for item in list(db.work_items):
+            if all(wanted(tuple(m.start_pos), tuple(m.end_pos)) for m in item.mutations):
+                left += 1
+            else:
+                db.set_result(item.job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED))
+    return left
+
+
+# --- running and counting --------------------------------------------------------------------------
+
+
+@dataclass
+class Score:
+    target: str
+    module: str
+    mutants: int = 0
+    killed: int = 0
+    survived: int = 0
+    timeouts: int = 0
+    not_run: int = 0
+    seconds: float = 0.0
+    baseline_seconds: float = 0.0
+    survivors: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def tested(self) -> int:
+        return self.killed + self.survived
+
+    @property
+    def share(self) -> float:
+        return self.killed / self.tested if self.tested else 0.0
+
+
+def run_target(name: str, target: Target, copy: Path, minutes: float) -> Score:
+    work = copy / ".mutation" / name
+    work.mkdir(parents=True)
+    if not (copy / target.module).is_file():
+        sys.exit(f"{name}: {target.module} is gone (moved or renamed? update TARGETS in {__file__})")
+    env = env_for(copy)
+    test_command = [sys.executable, *PYTEST, *target.test_args()]
+    score = Score(name, target.module)
+
+    started = time.monotonic()
+    baseline = subprocess.run(test_command, cwd=copy, env=env, capture_output=True, text=True)
+    score.baseline_seconds = time.monotonic() - started
+    if baseline.returncode != 0:
+        sys.exit(f"{name}: the tests fail before any mutation:\n{baseline.stdout[-3000:]}")
+    timeout = max(30.0, 6 * score.baseline_seconds)
+
+    config = work / "cosmic-ray.toml"
+    config.write_text(
+        "[cosmic-ray]\n"
+        f"module-path = {json.dumps(target.module)}\n"
+        f"timeout = {timeout:.0f}\n"
+        "excluded-modules = []\n"
+        f"test-command = {json.dumps(shlex.join(test_command))}\n"
+        "\n[cosmic-ray.distributor]\nname = \"local\"\n",
+        encoding="utf-8",
+    )
+    session = work / "session.sqlite"
+    subprocess.run(cosmic_ray("init", str(config), str(session)), cwd=copy, env=env, check=True)
+    ranges = line_ranges(copy / target.module, target.functions) if target.functions else []
+    todo = skip_unwanted(session, ranges, annotation_spans(copy / target.module))
+    print(f"{name}: {todo} mutants of {target.module}"
+          f"{' in ' + ', '.join(target.functions) if target.functions else ''}; "
+          f"tests take {score.baseline_seconds:.1f} s; stopping after {minutes:g} min", flush=True)
+
+    proc = subprocess.Popen(cosmic_ray("exec", str(config), str(session)), cwd=copy, env=env,
+                            start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        proc.wait(timeout=minutes * 60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own session: the test run under it goes too
+        proc.wait()
+    score.seconds = time.monotonic() - started
+    count(score, session, copy)
+    return score
+
+
+def count(score: Score, session: Path, copy: Path) -> None:
+    from cosmic_ray.work_db import use_db
+    from cosmic_ray.work_item import TestOutcome, WorkerOutcome
+
+    with use_db(str(session)) as db:
+        results = dict(db.results)
+        for item in db.work_items:
+            result = results.get(item.job_id)
+            if result is not None and result.worker_outcome == WorkerOutcome.SKIPPED:
+                continue
+            score.mutants += 1
+            if result is None:
+                score.not_run += 1
+            elif result.worker_outcome == WorkerOutcome.NO_TEST:
+                score.mutants -= 1  # the operator found nothing to change there
+            elif result.test_outcome == TestOutcome.SURVIVED:
+                score.survived += 1
+                mutation = item.mutations[0]
+                score.survivors.append({
+                    "line": mutation.start_pos[0],
+                    "operator": mutation.operator_name,
+                    "diff": "\n".join(line for line in (result.diff or "").splitlines()
+                                      if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))),
+                })
+            else:
+                score.killed += 1
+                if result.output == "timeout":
+                    score.timeouts += 1
+    score.survivors.sort(key=lambda s: s["line"])
+
+
+# --- the report ------------------------------------------------------------------------------------
+
+
+def report(scores: list[Score], show_survivors: bool) -> None:
+    print("\n| target | module | mutants | killed | survived | not run | killed share |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    for s in scores:
+        print(f"| {s.target} | {s.module} | {s.mutants} | {s.killed} | {s.survived} | {s.not_run} | "
+              f"{100 * s.share:.1f}% |")
+    if show_survivors:
+        for s in scores:
+            for survivor in s.survivors:
+                print(f"\n{s.module}:{survivor['line']} ({survivor['operator']}) survived:\n{survivor['diff']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("targets", nargs="*", metavar="TARGET",
+                        help=f"what to mutate: {', '.join(TARGETS)} (default: all)")
+    parser.add_argument("--minutes", type=float, default=20.0, help="stop each target after this long")
+    parser.add_argument("--survivors", action="store_true", help="print every surviving mutant")
+    parser.add_argument("--no-install", action="store_true", help="fail instead of installing cosmic-ray")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "mutation.json")
+    parser.add_argument("--keep", action="store_true", help="keep the working copy (its path is printed)")
+    args = parser.parse_args()
+    unknown = [name for name in args.targets if name not in TARGETS]
+    if unknown:
+        parser.error(f"unknown target {', '.join(unknown)}; choose from {', '.join(TARGETS)}")
+    ensure_cosmic_ray(not args.no_install)
+    names = args.targets or list(TARGETS)
+
+    copy = Path(tempfile.mkdtemp(prefix="gitmem-mutation-"))
+    try:
+        copy_tree(copy)
+        scores = [run_target(name, TARGETS[name], copy, args.minutes) for name in names]
+    finally:
+        if args.keep:
+            print("working copy kept at", copy)
+        else:
+            shutil.rmtree(copy, ignore_errors=True)
+    report(scores, args.survivors)
+
+    from importlib.metadata import version
+
+    previous: dict[str, Any] = json.loads(args.out.read_text()) if args.out.exists() else {}
+    for s in scores:
+        previous[s.target] = {
+            "module": s.module, "functions": list(TARGETS[s.target].functions),
+            "tests": shlex.join(TARGETS[s.target].test_args()), "mutants": s.mutants, "killed": s.killed,
+            "survived": s.survived, "timeouts": s.timeouts, "not_run": s.not_run,
+            "killed_share": round(s.share, 4), "seconds": round(s.seconds), "survivors": s.survivors,
+            "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": shlex.join(sys.argv),
+            "tool": f"cosmic-ray {version('cosmic-ray')}", "python": platform.python_version(),
+        }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(previous, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
