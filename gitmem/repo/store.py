@@ -7,14 +7,18 @@ race rebuild their change on the new head and try again. The reflog records ever
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import pygit2
 from pygit2.enums import FileMode, ObjectType, SortMode
@@ -26,6 +30,8 @@ Commit = pygit2.Commit
 MAIN = "refs/heads/main"
 TRAILER_KEYS = ("Memory-Id", "Action", "Source", "Actor")
 _STALE_LOCK_SECONDS = 10.0
+_FOLDER_ATTEMPTS = 5
+T = TypeVar("T")
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
 # A file's new content, or None to delete it.
@@ -282,7 +288,7 @@ class Store:
     def write_tree(self, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:
         """Write a new root tree: ``base`` with ``changes`` applied. Objects only, no refs."""
         oid = self._apply(base, changes)
-        return oid if oid is not None else self.repo.TreeBuilder().write()
+        return oid if oid is not None else _writing(self.repo.TreeBuilder().write)
 
     def _apply(self, tree: pygit2.Tree | None, changes: Changes) -> pygit2.Oid | None:
         builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
@@ -297,7 +303,7 @@ class Store:
                 if builder.get(head) is not None:
                     builder.remove(head)
             else:
-                builder.insert(head, self.repo.create_blob(data), FileMode.BLOB)
+                builder.insert(head, _writing(partial(self.repo.create_blob, data)), FileMode.BLOB)
         for name, sub_changes in nested.items():
             sub: pygit2.Tree | None = None
             if tree is not None and name in tree:
@@ -311,7 +317,7 @@ class Store:
                 builder.insert(name, oid, FileMode.TREE)
         if len(builder) == 0:
             return None
-        return builder.write()
+        return _writing(builder.write)
 
     def write_commit(self, parent: pygit2.Commit | None, change: Change, tree: pygit2.Oid | None = None) -> pygit2.Oid:
         """Write the commit object for ``change`` on top of ``parent``; the ref is not moved."""
@@ -322,20 +328,27 @@ class Store:
         author = pygit2.Signature(_safe_name(change.actor), "gitmem@localhost")
         committer = pygit2.Signature("gitmem", "gitmem@localhost")
         parents = [parent.id] if parent is not None else []
-        return self.repo.create_commit(None, author, committer, change.message(), tree, parents)
+        return _writing(partial(self.repo.create_commit, None, author, committer, change.message(), tree, parents))
 
     def move_ref(self, ref: str, new: pygit2.Oid | str, old: str | None, reason: str) -> None:
         """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``.
 
         Raises :class:`RefRaceLost` when the ref is not at ``old`` any more or is locked by a
-        live writer. A lock file left by a crashed process is removed, and the move tried again.
+        live writer. A lock file left by a crashed process is removed, and the move tried again;
+        so is a move whose folder ``git pack-refs`` removed as it was made (``refs/gitmem/closed/``
+        when every closed review was packed).
         """
-        try:
-            self._swap(ref, new, old, reason)
-        except RefRaceLost:
-            if not self._clear_stale_lock(ref):
-                raise
-            self._swap(ref, new, old, reason)
+        for attempt in range(1, _FOLDER_ATTEMPTS + 1):
+            try:
+                self._swap(ref, new, old, reason)
+                return
+            except RefRaceLost as exc:
+                if _vanished(exc) and attempt < _FOLDER_ATTEMPTS:
+                    continue
+                if not self._clear_stale_lock(ref):
+                    raise
+                self._swap(ref, new, old, reason)
+                return
 
     def _swap(self, ref: str, new: pygit2.Oid | str, old: str | None, reason: str) -> None:
         if isinstance(new, str):
@@ -399,19 +412,21 @@ class Store:
             if index.conflicts is not None:
                 paths = sorted({(c[1] or c[2] or c[0]).path for c in index.conflicts if any(c)})
                 raise MergeConflict(str(commit.id), paths)
-            tree = index.write_tree(self.repo)
+            tree = _writing(partial(index.write_tree, self.repo))
             # The committer is gitmem, now: a Signature takes the time it is made at.
             committer = pygit2.Signature("gitmem", "gitmem@localhost")
-            oid = self.repo.create_commit(None, commit.author, committer, commit.message, tree, [tip.id])
+            oid = _writing(partial(self.repo.create_commit, None, commit.author, committer, commit.message, tree,
+                                   [tip.id]))
             tip = self.commit(str(oid))
         return tip
 
     def delete_ref(self, ref: str) -> None:
-        """Remove a ref if it exists."""
-        try:
-            self.repo.references.delete(ref)
-        except KeyError:
-            pass
+        """Remove a ref if it exists, taking turns with ``git pack-refs`` (see :func:`packing_refs`)."""
+        with packing_refs(self.path):
+            try:
+                self.repo.references.delete(ref)
+            except KeyError:
+                pass
 
     def transact(
         self,
@@ -452,7 +467,48 @@ class Store:
                 f"reverting {str(target.id)[:10]} conflicts with later changes to "
                 f"{', '.join(paths)}; restore those memories instead"
             )
-        return index.write_tree(self.repo)
+        return _writing(partial(index.write_tree, self.repo))
+
+
+@contextmanager
+def packing_refs(repo: Path) -> Iterator[None]:
+    """Hold the repository's lock that ``git pack-refs`` and ref deletions take in turn.
+
+    libgit2 deletes a ref without locking ``packed-refs`` when the ref is not in it yet, so a
+    ``git pack-refs`` that had read the loose ref before the deletion would write it back into
+    ``packed-refs`` after: the deleted ref returns. git's own deletions lock ``packed-refs``;
+    gitmem's hold this ``flock`` on ``gitmem-refs.lock`` in the repository instead, and so does
+    maintenance around ``git pack-refs`` (a moment: it writes one small file).
+    """
+    with open(repo / "gitmem-refs.lock", "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _vanished(exc: Exception) -> bool:
+    """Whether a write failed because a folder it had just made was removed (ENOENT)."""
+    return "No such file or directory" in str(exc)
+
+
+def _writing(write: Callable[[], T]) -> T:
+    """Write an object, again if git's packing removed its folder meanwhile (see :mod:`.packing`).
+
+    libgit2 makes ``objects/xx/``, compresses the object into a temporary file and renames it in;
+    ``git prune-packed`` and ``git prune`` remove empty ``objects/xx/`` folders, so one removed
+    in between fails the rename. Objects are named by their content: writing one again is
+    harmless.
+    """
+    attempt = 1
+    while True:
+        try:
+            return write()
+        except OSError as exc:
+            if attempt >= _FOLDER_ATTEMPTS or not _vanished(exc):
+                raise
+            attempt += 1
 
 
 def _init_bare(path: Path) -> None:
