@@ -10,6 +10,7 @@ namespace first. Behind it::
     export.py       MEMORY.md, JSON and OKF exports
     reviews.py      pull-request-like reviews of branches
     consolidate.py  plan, decide and run consolidation; the trigger rule
+    maintenance.py  pack each repository
     repo/           git, the search index, the usage log, locks (the only code that touches them)
 
 How consolidation runs is decided here and nowhere else: on the workers when a broker is
@@ -29,18 +30,31 @@ from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Plan, Progress, RunResult
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .llm import LLM
+from .maintenance import Maintained, Maintenance
 from .memories import Memories, WriteResult
 from .recall import Comment, Hit, Recall
-from .repo import ALL_NAMESPACES, ROLES, ApiKey, CommitInfo, KeyStore, Namespaces, ReplayGuard, role_rank
+from .repo import (
+    ALL_NAMESPACES,
+    ROLES,
+    AlreadyRunning,
+    ApiKey,
+    CommitInfo,
+    KeyStore,
+    Namespaces,
+    ObjectCounts,
+    ReplayGuard,
+    role_rank,
+)
 from .repo import check_namespace as check_namespace
 from .reviews import STATUSES as REVIEW_STATUSES
 from .reviews import Review, Reviews
 from .settings import Settings
 
 __all__ = [
-    "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "ApiKey", "Comment", "CommitInfo", "Dispatched",
-    "FeedbackResult", "Hit", "KeyStore", "MemoryService", "Plan", "ReplayGuard", "Review", "Reviews", "RunResult",
-    "TaskQueue", "WriteResult", "build_service", "check_id", "check_namespace", "role_rank",
+    "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey",
+    "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Hit", "KeyStore", "Maintained", "MemoryService",
+    "ObjectCounts", "Plan", "ReplayGuard", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult",
+    "build_service", "check_id", "check_namespace", "role_rank",
 ]
 log = logging.getLogger(__name__)
 
@@ -79,6 +93,7 @@ class MemoryService:
         memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None)
         self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
+        maintenance = Maintenance(self._namespaces, settings)
         self._keys: KeyStore | None = None
 
         # The memory operations, as the modules behind them define them.
@@ -101,6 +116,7 @@ class MemoryService:
         self.plan = self._consolidation.plan
         self.should_trigger = self._consolidation.should_trigger
         self.consolidation_open = self._consolidation.open_review
+        self.maintain = maintenance.maintain
 
     # --- namespaces ----------------------------------------------------------------------------
 

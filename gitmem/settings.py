@@ -61,6 +61,9 @@ class Settings:
     consolidate_interval_hours: float = 24.0
     consolidate_schedule_hours: float = 24.0
 
+    # Maintenance: packing every namespace on the workers' beat.
+    maintain_schedule_hours: float = 24.0
+
     # Celery: unset broker means the embedded, serverless one under ``home``.
     broker_url: str | None = None
     result_backend: str | None = None

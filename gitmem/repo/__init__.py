@@ -5,7 +5,8 @@
     store.py      one bare git repository: trees, commits, compare-and-swap refs, replay, revert
     index.py      the derived search index (SQLite FTS5) and the usage log
     namespace.py  a namespace's open handles and how a plan becomes a commit; the registry
-    runstate.py   the per-namespace consolidation lock and trigger state
+    runstate.py   the per-namespace consolidation and maintenance locks, the trigger state
+    packing.py    packing and object counts, by the git program
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently
 
@@ -14,16 +15,18 @@ Everything above this layer works with the names exported here and never imports
 
 from __future__ import annotations
 
+from . import packing
 from .index import Row, SearchIndex, UsageLog, is_memory_path, match_tokens
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
+from .packing import ObjectCounts
 from .replays import ReplayGuard
 from .runstate import AlreadyRunning, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Store, parse_trailers
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Change", "Commit",
-    "CommitInfo", "FileChange", "KeyStore", "Namespace", "Namespaces", "Plan", "ReplayGuard", "Row",
+    "CommitInfo", "FileChange", "KeyStore", "Namespace", "Namespaces", "ObjectCounts", "Plan", "ReplayGuard", "Row",
     "RunState", "SearchIndex", "Store", "UsageLog", "check_namespace", "is_memory_path", "match_tokens",
-    "parse_trailers", "role_rank",
+    "packing", "parse_trailers", "role_rank",
 ]

@@ -1,6 +1,6 @@
-"""Per-namespace run state on disk: the consolidation lock and the trigger's state file.
+"""Per-namespace run state on disk: the consolidation and maintenance locks, the trigger's state file.
 
-Both live beside the search index under ``$GITMEM_HOME/state/<namespace>/`` and are derived,
+They live beside the search index under ``$GITMEM_HOME/state/<namespace>/`` and are derived,
 disposable state: deleting them loses no memory.
 """
 
@@ -17,13 +17,17 @@ from typing import Any
 
 from ..errors import Conflict
 
+#: What a namespace can be locked for; each has its own lock, so maintenance never waits for a
+#: consolidation (packing is safe beside writers) but two of one kind never overlap.
+LOCKS = ("consolidation", "maintenance")
+
 
 class AlreadyRunning(Conflict):
-    """Another consolidation of the same namespace holds the lock."""
+    """Another run of the same kind (consolidation, maintenance) holds the namespace's lock."""
 
 
 class RunState:
-    """The consolidation lock and state file of one namespace."""
+    """The locks and the consolidation state file of one namespace."""
 
     def __init__(self, state_dir: Path, namespace: str) -> None:
         self.namespace = namespace
@@ -48,18 +52,21 @@ class RunState:
         os.replace(tmp, self.file)
 
     @contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold the namespace's consolidation lock, or raise :class:`AlreadyRunning`.
+    def lock(self, what: str = "consolidation", *, wait: bool = False) -> Iterator[None]:
+        """Hold the namespace's lock for ``what`` (one of :data:`LOCKS`), or raise :class:`AlreadyRunning`.
 
         An ``flock`` on a file beside the index: the kernel releases it when the holder exits, so
-        a worker killed mid-run never leaves the namespace locked.
+        a worker killed mid-run never leaves the namespace locked. ``wait``: block until the
+        holder is done instead of raising.
         """
+        if what not in LOCKS:
+            raise ValueError(f"unknown lock {what!r}")
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / "consolidation.lock", "a+b") as handle:
+        with open(self.folder / f"{what}.lock", "a+b") as handle:
             try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError as exc:
-                raise AlreadyRunning(f"a consolidation of namespace {self.namespace!r} is already running; "
+                raise AlreadyRunning(f"{what} of namespace {self.namespace!r} is already running; "
                                      "wait for it to finish") from exc
             try:
                 yield
