@@ -10,7 +10,7 @@ namespace first. Behind it::
     export.py       MEMORY.md, JSON and OKF exports
     reviews.py      pull-request-like reviews of branches
     consolidate.py  plan, decide and run consolidation; the trigger rule
-    maintenance.py  pack each repository
+    maintenance.py  pack each repository; back up and restore a home
     repo/           git, the search index, the usage log, locks (the only code that touches them)
 
 How consolidation runs is decided here and nowhere else: on the workers when a broker is
@@ -30,7 +30,7 @@ from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Plan, Progress, RunResult
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .llm import LLM
-from .maintenance import Maintained, Maintenance
+from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import Memories, WriteResult
 from .recall import Comment, Hit, Recall
 from .repo import (
@@ -51,9 +51,9 @@ from .reviews import Review, Reviews
 from .settings import Settings
 
 __all__ = [
-    "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey",
+    "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey", "BackedUp",
     "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Hit", "KeyStore", "Maintained", "MemoryService",
-    "ObjectCounts", "Plan", "ReplayGuard", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult",
+    "ObjectCounts", "Plan", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult",
     "build_service", "check_id", "check_namespace", "role_rank",
 ]
 log = logging.getLogger(__name__)
@@ -117,6 +117,8 @@ class MemoryService:
         self.should_trigger = self._consolidation.should_trigger
         self.consolidation_open = self._consolidation.open_review
         self.maintain = maintenance.maintain
+        self.backup = maintenance.backup
+        self.restore_backup = maintenance.restore
 
     # --- namespaces ----------------------------------------------------------------------------
 

@@ -104,6 +104,11 @@ class Settings:
         """Derived, disposable state: search indexes, usage logs, broker files."""
         return self.home / "state"
 
+    @property
+    def secret_key_file(self) -> Path:
+        """The page sessions' signing key, made here when ``secret_key`` is not set."""
+        return self.home / "secret_key"
+
     def with_(self, **changes: Any) -> Settings:
         """Return a copy with some fields changed."""
         return replace(self, **changes)

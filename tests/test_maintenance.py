@@ -1,4 +1,4 @@
-"""Maintenance: packing real repositories beside writers."""
+"""Maintenance and backup: packing real repositories beside writers, and backups plain git restores."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
+import stat
 import subprocess
 import time
 from collections.abc import Callable
@@ -13,13 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from gitmem.repo import AlreadyRunning, Change, Namespaces, RunState, packing
+from gitmem.errors import InvalidInput, NamespaceNotFound
+from gitmem.repo import AlreadyRunning, Change, KeyStore, Namespaces, RunState, packing
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
+from gitmem.web import secret_key
 
 from .conftest import Run, git, namespace_of
 from .test_concurrency import assert_linear, write_distinct
+from .test_reviews import three_merges
 
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
 Fsck = Callable[[str], None]
 
 
@@ -167,12 +173,125 @@ def test_maintain_command_reports_before_and_after(svc: MemoryService, gitmem: R
     assert [d["namespace"] for d in data] == ["team"] and data[0]["after"]["packs"] == 1
 
 
-# --- bad input ----------------------------------------------------------------------------------
+# --- backup and restore --------------------------------------------------------------------------
+
+
+def populate(svc: MemoryService, settings: Settings) -> dict[str, object]:
+    """Memories in two namespaces, a rejected and an open review, keys and the session secret."""
+    remember_many(svc, 5)
+    rejected = three_merges(svc)
+    svc.reviews.reject("default", rejected, actor="bob", reason="not yet")
+    open_review = svc.consolidate("default").review
+    assert open_review is not None
+    svc.init("team")
+    remember_many(svc, 2, "team")
+    key, _ = KeyStore(settings.home).create("*", "reader", name="agent")
+    return {"key": key, "secret": secret_key(settings), "state": snapshot(svc, settings)}
+
+
+def snapshot(svc: MemoryService, settings: Settings) -> dict[str, object]:
+    return {ns: {"memories": sorted((m.id, m.text, m.state) for m in svc.list(ns, state=None, limit=1000)),
+                 "reviews": [(r.number, r.status, r.head) for r in svc.reviews.list(ns)],
+                 "refs": all_refs(settings.repos_dir / f"{ns}.git")}
+            for ns in ("default", "team")}
+
+
+def check_restored(settings: Settings, before: dict[str, object], fsck: Fsck) -> None:
+    restored = MemoryService(settings)
+    try:
+        assert restored.namespaces() == ["default", "team"]
+        assert snapshot(restored, settings) == before["state"]
+        assert any(ref.startswith("refs/gitmem/closed/") for ref in all_refs(settings.repos_dir / "default.git"))
+        key = KeyStore(settings.home).verify(str(before["key"]))
+        assert key is not None and key.name == "agent"
+        assert secret_key(settings) == before["secret"]
+        for name in ("keys.json", "secret_key"):
+            assert stat.S_IMODE((settings.home / name).stat().st_mode) == 0o600
+        for ns in ("default", "team"):
+            fsck(ns)
+            repo = settings.repos_dir / f"{ns}.git"
+            assert git(repo, "config", "core.logAllRefUpdates").strip() == "always"
+            assert "remote.origin" not in git(repo, "config", "--list", "--local")
+        # The restored home is a working one: a write lands on main, with a reflog entry.
+        restored.remember("default", "Written after the restore.")
+        assert git(settings.repos_dir / "default.git", "reflog", "show", "main").strip()
+        fsck("default")
+    finally:
+        restored.close()
+
+
+def readme_restore_block() -> str:
+    section = README.split("## Backup and maintenance", 1)[1]
+    after = section.split("with git alone", 1)[1]
+    return after.split("```sh\n", 1)[1].split("```", 1)[0]
+
+
+def test_a_backup_restores_with_plain_git_as_the_readme_says(
+        svc: MemoryService, settings: Settings, fsck: Fsck, gitmem: Run, tmp_path: Path) -> None:
+    before = populate(svc, settings)
+    dest = tmp_path / "backup"
+    out = gitmem("backup", str(dest)).stdout
+    assert "default: repos/default.bundle" in out and "team: repos/team.bundle" in out
+
+    manifest = json.loads((dest / "MANIFEST.json").read_text())
+    assert manifest["namespaces"]["default"]["main"] == before["state"]["default"]["refs"]["refs/heads/main"]  # type: ignore[index]
+    assert set(manifest["files"]) == {"keys.json", "secret_key"}
+    assert manifest["gitmem_version"] and manifest["git_version"] and manifest["created"].endswith("Z")
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o700
+    for path in [dest / "MANIFEST.json", dest / "keys.json", dest / "secret_key", *dest.glob("repos/*.bundle")]:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    # The bundles hold every ref: main, the reviews and the closed reviews' commits.
+    bundled = packing.bundle_refs(dest / "repos" / "default.bundle")
+    assert {k: v for k, v in bundled.items() if k != "HEAD"} == before["state"]["default"]["refs"]  # type: ignore[index]
+
+    svc.close()
+    shutil.rmtree(settings.home)  # the machine is gone
+    script = readme_restore_block()
+    assert "git clone --quiet --mirror" in script
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BACKUP": str(dest),
+           "GITMEM_HOME": str(settings.home)}
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    check_restored(settings, before, fsck)
+
+
+def test_restore_backup_command(svc: MemoryService, settings: Settings, fsck: Fsck, gitmem: Run,
+                                tmp_path: Path) -> None:
+    before = populate(svc, settings)
+    dest = tmp_path / "backup"
+    svc.backup(dest)
+    svc.close()
+    shutil.rmtree(settings.home)
+    out = gitmem("restore-backup", str(dest)).stdout
+    assert out.splitlines()[-1] == f"restored into {settings.home}"
+    check_restored(settings, before, fsck)
+    # Restoring again over what is there is refused, and changes nothing.
+    refs = all_refs(settings.repos_dir / "default.git")
+    again = gitmem("restore-backup", str(dest), ok=False)
+    assert again.returncode == 2 and "exist already" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1
+    assert all_refs(settings.repos_dir / "default.git") == refs
+
+
+def test_backup_without_a_session_secret_file_names_the_environment(settings: Settings, tmp_path: Path) -> None:
+    svc = MemoryService(settings.with_(secret_key="from-the-environment"))
+    svc.init("default")
+    backed = svc.backup(tmp_path / "backup", ["default"])
+    svc.close()
+    assert backed.manifest["files"] == {}
+    assert "GITMEM_SECRET_KEY" in backed.manifest["not_included"]
+    assert sorted(p.name for p in (tmp_path / "backup").iterdir()) == ["MANIFEST.json", "repos"]
 
 
 @pytest.mark.parametrize(("args", "code", "message"), [
+    (["backup", "{dest}"], 2, "is not an empty folder"),
+    (["backup", "{file}"], 2, "is not an empty folder"),
+    (["backup", "{new}", "--namespace", "nope"], 3, "namespace 'nope' does not exist"),
+    (["backup", "{new}", "--namespace", "../etc"], 2, "invalid namespace"),
     (["maintain", "--namespace", "nope"], 3, "namespace 'nope' does not exist"),
     (["maintain", "--namespace", "../etc"], 2, "invalid namespace"),
+    (["restore-backup", "{dest}"], 2, "not a gitmem backup"),
+    (["restore-backup", "{new}"], 2, "is not a folder"),
 ])
 def test_bad_input_is_one_line_and_changes_nothing(svc: MemoryService, settings: Settings, gitmem: Run,
                                                    tmp_path: Path, args: list[str], code: int, message: str) -> None:
@@ -191,3 +310,21 @@ def test_bad_input_is_one_line_and_changes_nothing(svc: MemoryService, settings:
     assert sorted(p.name for p in dest.iterdir()) == ["precious.txt"]
     assert afile.read_text() == "keep me too" and not new.exists()
     assert sorted(str(p.relative_to(settings.home)) for p in settings.repos_dir.rglob("*")) == home_before
+
+
+def test_a_damaged_backup_is_refused_before_anything_is_restored(svc: MemoryService, settings: Settings,
+                                                                 tmp_path: Path) -> None:
+    remember_many(svc, 2)
+    svc.init("team")
+    dest = tmp_path / "backup"
+    svc.backup(dest)
+    manifest = json.loads((dest / "MANIFEST.json").read_text())
+    manifest["namespaces"]["team"]["main"] = "0" * 40
+    (dest / "MANIFEST.json").write_text(json.dumps(manifest))
+    target = MemoryService(Settings(home=tmp_path / "other"))
+    with pytest.raises(InvalidInput, match="does not hold the main the manifest names"):
+        target.restore_backup(dest)
+    assert not (tmp_path / "other" / "repos").exists() or not any((tmp_path / "other" / "repos").iterdir())
+    with pytest.raises(NamespaceNotFound):
+        target.backup(tmp_path / "b2", ["default"])
+    target.close()

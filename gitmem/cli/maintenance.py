@@ -1,6 +1,8 @@
-"""Maintenance commands: ``maintain``."""
+"""Maintenance commands: ``maintain``, ``backup`` and ``restore-backup``."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -61,3 +63,54 @@ def maintain(ctx: click.Context, namespaces: tuple[str, ...], as_json: bool) -> 
         click.echo("no namespaces to maintain")
     if skipped:
         ctx.exit(AlreadyRunning.exit_code)
+
+
+@main.command()
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option("--namespace", "-n", "namespaces", multiple=True, metavar="NS", help=_NAMESPACES_HELP)
+@json_option
+def backup(dest: Path, namespaces: tuple[str, ...], as_json: bool) -> None:
+    """Back up the namespaces, API keys and session secret into DEST, a new or empty folder.
+
+    \b
+    DEST/repos/NS.bundle   each namespace: a git bundle of all its refs (main, reviews)
+    DEST/keys.json         the API keys (hashed), when there are any
+    DEST/secret_key        the page sessions' key, unless GITMEM_SECRET_KEY sets it
+    DEST/MANIFEST.json     what, when, versions, each namespace's main
+
+    Files are mode 0600, the folder 0700. Restore with `gitmem restore-backup DEST`, or with git
+    alone: `git clone --mirror DEST/repos/NS.bundle $GITMEM_HOME/repos/NS.git` (see README).
+    """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
+    result = service().backup(dest, list(namespaces) or None)
+
+    def human() -> None:
+        for name, entry in result.manifest["namespaces"].items():
+            click.echo(f"{name}: {entry['bundle']} (main {str(entry['main'])[:10]}, {entry['refs']} refs, "
+                       f"{_size(entry['bytes'])})")
+        for name in result.manifest["files"]:
+            click.echo(f"{name}")
+        click.echo(f"backup written to {result.dest}")
+
+    emit(result.to_dict(), as_json, human)
+
+
+@main.command(name="restore-backup")
+@click.argument("src", type=click.Path(path_type=Path))
+@json_option
+def restore_backup(src: Path, as_json: bool) -> None:
+    """Restore a backup made by `gitmem backup` into $GITMEM_HOME, which must not hold any of it.
+
+    Each bundle is cloned as a mirror into repos/NS.git, checked against the manifest's main,
+    and configured as gitmem configures its repositories; keys.json and secret_key are copied
+    (mode 0600). Search indexes are rebuilt on first use.
+    """
+    result = service().restore_backup(src)
+
+    def human() -> None:
+        for name, main_id in result.namespaces.items():
+            click.echo(f"{name}: main {main_id[:10]}")
+        for name in result.files:
+            click.echo(name)
+        click.echo(f"restored into {result.home}")
+
+    emit(result.to_dict(), as_json, human)

@@ -6,7 +6,7 @@
     index.py      the derived search index (SQLite FTS5) and the usage log
     namespace.py  a namespace's open handles and how a plan becomes a commit; the registry
     runstate.py   the per-namespace consolidation and maintenance locks, the trigger state
-    packing.py    packing and object counts, by the git program
+    packing.py    packing, object counts and bundles, by the git program
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently
 

@@ -1,4 +1,4 @@
-"""Packing and object counts: the work on a repository that the git program does.
+"""Packing, object counts and bundles: the work on a repository that the git program does.
 
 libgit2 writes every object loose and never packs, so each memory leaves a blob, two trees and a
 commit as four files. :func:`pack` runs what ``git gc`` runs, step by step with explicit flags:
@@ -22,18 +22,26 @@ Why not ``git gc --auto``: below 6,700 loose objects it does nothing, so ``gitme
 small namespace would not pack; by default it detaches into the background, outside the
 maintenance lock; and it expires reflog entries after 90 days, while gitmem keeps the reflog as
 the record of every move of ``main``.
+
+A bundle (``git bundle create --all``) holds every ref (``main``, review branches,
+``refs/gitmem/reviews``, ``refs/gitmem/closed/*``) with the objects they reach; ``git clone
+--mirror`` of it is the repository again, without its reflog.
 """
 
 from __future__ import annotations
 
+import os
+import random
 import shutil
 import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import Unavailable
-from .store import packing_refs
+import pygit2
+
+from ..errors import InvalidInput, Unavailable
+from .store import configure, packing_refs
 
 #: How old an unreachable object must be before it may be deleted: git's default, pinned.
 PRUNE_EXPIRY = "2.weeks.ago"
@@ -63,7 +71,7 @@ class ObjectCounts:
 def _git() -> str:
     found = shutil.which("git")
     if found is None:
-        raise Unavailable("the git program is not installed; gitmem needs it to pack repositories")
+        raise Unavailable("the git program is not installed; gitmem needs it to pack and back up repositories")
     return found
 
 
@@ -75,6 +83,11 @@ def _run(repo: Path | None, *args: str) -> str:
         said = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[-1]
         raise Unavailable(f"git {args[0]} failed{f' on {repo}' if repo else ''}: {said}")
     return done.stdout
+
+
+def git_version() -> str:
+    """The installed git's version, e.g. ``2.39.5``."""
+    return _run(None, "--version").strip().removeprefix("git version ")
 
 
 def count_objects(repo: Path) -> ObjectCounts:
@@ -95,3 +108,46 @@ def pack(repo: Path) -> None:
         _run(repo, "pack-refs", "--all")
     _run(repo, "repack", "-d", "-A", "-q", f"--unpack-unreachable={PRUNE_EXPIRY}")
     _run(repo, "prune", f"--expire={PRUNE_EXPIRY}")
+
+
+def bundle(repo: Path, dest: Path) -> dict[str, str]:
+    """Write every ref of ``repo`` and what it reaches to the bundle ``dest`` (mode 0600); its refs."""
+    _run(repo, "bundle", "create", "--quiet", str(dest), "--all")
+    dest.chmod(0o600)
+    return bundle_refs(dest)
+
+
+def bundle_refs(path: Path) -> dict[str, str]:
+    """The refs a bundle holds, name to commit id (``HEAD`` included)."""
+    if not path.is_file():
+        raise InvalidInput(f"{path} is not a file")
+    refs: dict[str, str] = {}
+    for line in _run(None, "bundle", "list-heads", str(path)).splitlines():
+        oid, _, name = line.partition(" ")
+        if name:
+            refs[name] = oid
+    return refs
+
+
+def restore(source: Path, repo: Path) -> dict[str, str]:
+    """Make ``repo`` a mirror of the bundle ``source``, configured as gitmem makes repositories.
+
+    Built beside its place and renamed in, so a failure leaves nothing behind; an existing
+    ``repo`` is refused. Returns the refs of the restored repository.
+    """
+    if (repo / "HEAD").exists():
+        raise InvalidInput(f"{repo} exists already; restore into a home without it")
+    repo.parent.mkdir(parents=True, exist_ok=True)
+    staging = repo.with_name(f".{repo.name}.restore.{os.getpid()}.{random.getrandbits(32):08x}")
+    try:
+        _run(None, "clone", "--quiet", "--mirror", str(source), str(staging))
+        _run(staging, "config", "--remove-section", "remote.origin")  # the bundle was a one-off source
+        configure(pygit2.Repository(str(staging)))
+        try:
+            os.rename(staging, repo)
+        except OSError as exc:  # a non-empty folder in the way
+            raise InvalidInput(f"cannot restore into {repo}: {exc.strerror}; move it away first") from exc
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    restored = pygit2.Repository(str(repo))
+    return {name: str(restored.references[name].resolve().target) for name in restored.references}

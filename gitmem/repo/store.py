@@ -513,7 +513,11 @@ def _writing(write: Callable[[], T]) -> T:
 
 def _init_bare(path: Path) -> None:
     """An empty bare repository on ``main`` with the reflog on for every ref."""
-    repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+    configure(pygit2.init_repository(str(path), bare=True, initial_head="main"))
+
+
+def configure(repo: pygit2.Repository) -> None:
+    """Set what gitmem keeps in a repository's config (a new one, or one restored from a bundle)."""
     repo.config["core.logAllRefUpdates"] = "always"
     repo.config["user.name"] = "gitmem"
     repo.config["user.email"] = "gitmem@localhost"
