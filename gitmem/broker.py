@@ -1,5 +1,9 @@
 """The task broker: Celery's configuration, and the queue front ends hand consolidation runs to.
 
+The beat schedule runs consolidation of every namespace (``consolidate_schedule_hours``) and
+maintenance, the packing of every namespace's repository (``maintain_schedule_hours``), each
+a daily task that queues one task per namespace.
+
 With ``GITMEM_BROKER_URL`` unset the broker is embedded: kombu's filesystem transport in
 ``$GITMEM_HOME/state/broker`` and results in ``$GITMEM_HOME/state/results``, no server needed, so
 ``gitmem worker`` works out of the box. With ``redis://`` or ``amqp://`` it uses that broker.
@@ -29,6 +33,8 @@ from .settings import Settings
 
 CONSOLIDATE = "gitmem.consolidate"
 CONSOLIDATE_ALL = "gitmem.consolidate_all"
+MAINTAIN = "gitmem.maintain"
+MAINTAIN_ALL = "gitmem.maintain_all"
 
 
 def is_embedded(settings: Settings) -> bool:
@@ -55,6 +61,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "consolidate-every-namespace": {
                 "task": CONSOLIDATE_ALL,
                 "schedule": timedelta(hours=settings.consolidate_schedule_hours),
+            },
+            "maintain-every-namespace": {
+                "task": MAINTAIN_ALL,
+                "schedule": timedelta(hours=settings.maintain_schedule_hours),
             },
         },
     }
@@ -105,7 +115,7 @@ _apps: dict[tuple[Any, ...], Celery] = {}
 def app_for(settings: Settings) -> Celery:
     """A cached app per broker configuration, for enqueuing from front ends."""
     key = (str(settings.home), settings.broker_url, settings.result_backend, settings.celery_queue,
-           settings.consolidate_schedule_hours)
+           settings.consolidate_schedule_hours, settings.maintain_schedule_hours)
     found = _apps.get(key)
     if found is None:
         found = _apps[key] = create_celery(settings)

@@ -10,6 +10,7 @@ namespace first. Behind it::
     export.py       MEMORY.md, JSON and OKF exports
     reviews.py      pull-request-like reviews of branches
     consolidate.py  plan, decide and run consolidation; the trigger rule
+    maintenance.py  pack each repository; back up and restore a home
     repo/           git, the search index, the usage log, locks (the only code that touches them)
 
 How consolidation runs is decided here and nowhere else: on the workers when a broker is
@@ -28,9 +29,22 @@ from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .llm import LLM
+from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import Memories, WriteResult
 from .recall import Comment, Hit, Recall
-from .repo import ALL_NAMESPACES, ROLES, ApiKey, CommitInfo, KeyStore, Leases, Namespaces, ReplayGuard, role_rank
+from .repo import (
+    ALL_NAMESPACES,
+    ROLES,
+    AlreadyRunning,
+    ApiKey,
+    CommitInfo,
+    KeyStore,
+    Leases,
+    Namespaces,
+    ObjectCounts,
+    ReplayGuard,
+    role_rank,
+)
 from .repo import check_namespace as check_namespace
 from .repo.replays import replay_guard
 from .reviews import STATUSES as REVIEW_STATUSES
@@ -38,9 +52,10 @@ from .reviews import Review, Reviews
 from .settings import Settings
 
 __all__ = [
-    "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "ApiKey", "Comment", "CommitInfo", "Dispatched",
-    "FeedbackResult", "Hit", "KeyStore", "MemoryService", "Plan", "ReplayGuard", "Review", "Reviews", "RunResult",
-    "TaskQueue", "WriteResult", "build_service", "check_id", "check_namespace", "role_rank",
+    "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey", "BackedUp",
+    "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Hit", "KeyStore", "Maintained", "MemoryService",
+    "ObjectCounts", "Plan", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult",
+    "build_service", "check_id", "check_namespace", "role_rank",
 ]
 log = logging.getLogger(__name__)
 
@@ -59,6 +74,7 @@ class MemoryService:
         self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm,
                                             self._leases)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
+        maintenance = Maintenance(self._namespaces, settings)
         self._keys: KeyStore | None = None
 
         # The memory operations, as the modules behind them define them.
@@ -81,6 +97,9 @@ class MemoryService:
         self.plan = self._consolidation.plan
         self.should_trigger = self._consolidation.should_trigger
         self.consolidation_open = self._consolidation.open_review
+        self.maintain = maintenance.maintain
+        self.backup = maintenance.backup
+        self.restore_backup = maintenance.restore
 
     # --- namespaces ----------------------------------------------------------------------------
 

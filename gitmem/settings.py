@@ -74,6 +74,9 @@ class Settings:
     consolidate_interval_hours: float = 24.0
     consolidate_schedule_hours: float = 24.0
 
+    # Maintenance: packing every namespace on the workers' beat.
+    maintain_schedule_hours: float = 24.0
+
     # Celery: unset broker means the embedded, serverless one under ``home``.
     broker_url: str | None = None
     result_backend: str | None = None
@@ -140,6 +143,11 @@ class Settings:
         if self.broker_url and self.broker_url.startswith(("redis://", "rediss://")):
             return self.broker_url
         return None
+
+    @property
+    def secret_key_file(self) -> Path:
+        """The page sessions' signing key, made here when ``secret_key`` is not set."""
+        return self.home / "secret_key"
 
     def with_(self, **changes: Any) -> Settings:
         """Return a copy with some fields changed."""

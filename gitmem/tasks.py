@@ -1,4 +1,4 @@
-"""The Celery worker's tasks: consolidation runs, triggered after writes and on a daily beat.
+"""The Celery worker's tasks: consolidation runs (after writes and daily) and maintenance (daily).
 
 ``create_worker(settings)`` builds the app a worker runs; the module-level ``app`` (for ``celery
 -A gitmem.tasks worker``) reads :meth:`Settings.from_env` the first time its configuration is
@@ -9,6 +9,8 @@ A run that finds the namespace locked is tried again after the lock's lease
 (``GITMEM_LOCK_LEASE_SECONDS``), up to :data:`RETRIES_WHILE_LOCKED` times: the holder may be a
 run whose worker died, whose lease lapses by then. A run that finds a consolidation review open,
 or that lost its lease, ends without writing and says so in its result (``skipped``).
+
+Maintenance (packing a repository) runs here too, on the beat, never in the path of a write.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from celery import Celery
 
-from .broker import CONSOLIDATE, CONSOLIDATE_ALL, celery_config, create_celery
+from .broker import CONSOLIDATE, CONSOLIDATE_ALL, MAINTAIN, MAINTAIN_ALL, celery_config, create_celery
 from .errors import AlreadyRunning, Conflict, LeaseLost, ReviewStillOpen
 from .service import MemoryService
 from .settings import Settings
@@ -87,9 +89,26 @@ def _consolidate_all(task: Any) -> list[str]:
     return queued
 
 
+def _maintain(task: Any, namespace: str) -> dict[str, Any]:
+    try:
+        return _service(task.app).maintain(namespace).to_dict()
+    except AlreadyRunning as exc:
+        return {"namespace": namespace, "skipped": True, "summary": str(exc)}
+
+
+def _maintain_all(task: Any) -> list[str]:
+    """Enqueue the packing of every namespace."""
+    namespaces = _service(task.app).namespaces()
+    for namespace in namespaces:
+        task.app.send_task(MAINTAIN, args=[namespace])
+    return namespaces
+
+
 def _register(app: Celery) -> None:
     app.task(name=CONSOLIDATE, bind=True)(_consolidate)
     app.task(name=CONSOLIDATE_ALL, bind=True)(_consolidate_all)
+    app.task(name=MAINTAIN, bind=True)(_maintain)
+    app.task(name=MAINTAIN_ALL, bind=True)(_maintain_all)
 
 
 def _lazy_app() -> Celery:

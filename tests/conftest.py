@@ -1,8 +1,10 @@
-"""Shared fixtures: a gitmem home in a temporary folder, a service over it, and git fsck."""
+"""Shared fixtures: a gitmem home in a temporary folder, a service over it, the CLI, and git fsck."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -64,3 +66,24 @@ def push_refused_entry(repo: Path, name: str = "..") -> str:
     commit = git(repo, "commit-tree", tree, "-p", "main", "-m", "hand push").strip()
     git(repo, "update-ref", "refs/heads/main", commit)
     return commit
+
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def gitmem(settings: Settings) -> Run:
+    """Run `gitmem ARGS...` with GITMEM_HOME pointing at the test's home."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
+    env["GITMEM_HOME"] = str(settings.home)
+
+    def run(*args: str, input: bytes | None = None, ok: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run([sys.executable, "-m", "gitmem", *args], env=env, input=input,
+                              capture_output=True)
+        result = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
+                                             done.stderr.decode())
+        if ok:
+            assert result.returncode == 0, result.stderr
+        return result
+
+    return run

@@ -13,27 +13,7 @@ import pytest
 
 from gitmem.settings import Settings
 
-from .conftest import git, push_refused_entry
-
-Run = Callable[..., subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture
-def gitmem(settings: Settings) -> Run:
-    """Run `gitmem ARGS...` with GITMEM_HOME pointing at the test's home."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
-    env["GITMEM_HOME"] = str(settings.home)
-
-    def run(*args: str, input: bytes | None = None, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([sys.executable, "-m", "gitmem", *args], env=env, input=input,
-                              capture_output=True)
-        result = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
-                                             done.stderr.decode())
-        if ok:
-            assert result.returncode == 0, result.stderr
-        return result
-
-    return run
+from .conftest import Run, git, push_refused_entry
 
 
 def head(settings: Settings, namespace: str = "default") -> str:

@@ -1,4 +1,7 @@
-"""Celery: a real `gitmem worker` process on the embedded broker and on Redis, a fake LLM over HTTP."""
+"""Celery: a real `gitmem worker` process on the embedded broker and on Redis, a fake LLM over HTTP.
+
+Consolidation and maintenance (packing) both run there, on demand and on the beat.
+"""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import pytest
 
 from gitmem import broker, concepts
 from gitmem.broker import CeleryQueue
-from gitmem.repo import MAIN, RunState
+from gitmem.repo import MAIN, RunState, packing
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from tests.conftest import namespace_of
@@ -265,9 +268,46 @@ def test_beat_runs_every_namespace_on_its_schedule(tmp_path: Path) -> None:
     svc.close()
 
 
+def test_beat_packs_every_namespace_on_its_schedule(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    svc = MemoryService(settings)
+    for name in ("default", "team"):
+        svc.init(name)
+        svc.remember(name, f"The {name} namespace deploys on Fridays.")
+    repos = [settings.repos_dir / f"{name}.git" for name in ("default", "team")]
+    assert all(packing.count_objects(repo).loose > 0 for repo in repos)
+    log = tmp_path / "worker.log"
+
+    def packed() -> bool:
+        return all(packing.count_objects(repo).loose == 0 and packing.count_objects(repo).packs == 1
+                   for repo in repos)
+
+    with worker(settings, log, "--beat", GITMEM_MAINTAIN_SCHEDULE_HOURS="0.0003",
+                GITMEM_CONSOLIDATE_SCHEDULE_HOURS="1000"):
+        wait_for(packed, "both namespaces packed by the schedule", log)
+    assert [m.text for m in svc.list("team")] == ["The team namespace deploys on Fridays."]
+    assert svc.reviews.list("default") == []  # consolidation kept its own (daily) schedule
+    svc.close()
+
+
+def test_a_maintenance_task_skips_a_namespace_being_packed(svc: MemoryService, settings: Settings,
+                                                           tmp_path: Path) -> None:
+    send = broker.app_for(settings).send_task
+    with RunState(settings.state_dir, "default").lock("maintenance"):
+        held = send(broker.MAINTAIN, args=["default"])
+        with worker(settings, tmp_path / "worker.log"):
+            skipped = result_of(settings, held.id)
+            assert skipped["skipped"] is True and "already running" in skipped["summary"]
+    with worker(settings, tmp_path / "worker.log"):
+        done = result_of(settings, send(broker.MAINTAIN, args=["default"]).id)
+    assert done["namespace"] == "default" and done["after"]["loose"] == 0 and done["after"]["packs"] == 1
+
+
 def test_the_default_schedule_is_daily(settings: Settings) -> None:
     conf = broker.celery_config(settings)
     assert conf["beat_schedule"]["consolidate-every-namespace"]["schedule"] == timedelta(hours=24)
+    assert conf["beat_schedule"]["maintain-every-namespace"]["schedule"] == timedelta(hours=24)
+    assert conf["beat_schedule"]["maintain-every-namespace"]["task"] == "gitmem.maintain_all"
     assert conf["broker_url"] == "filesystem://localhost//"
     assert (settings.state_dir / "broker" / "queue").is_dir()
 

@@ -188,13 +188,14 @@ def review_comment(number: int, text: str, actor: str | None, namespace: str | N
 
 
 @main.command()
-@click.option("--beat", is_flag=True, help="Also run the scheduler (daily consolidation of every namespace).")
+@click.option("--beat", is_flag=True,
+              help="Also run the scheduler (daily consolidation and maintenance of every namespace).")
 @click.option("--concurrency", "-c", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Worker processes.")
 @click.option("--loglevel", "-l", default="INFO", show_default=True, help="Celery log level.")
 @click.option("--hostname", default=None, help="Worker node name (default: celery@<host>).")
 def worker(beat: bool, concurrency: int, loglevel: str, hostname: str | None) -> None:
-    """Run a Celery worker for consolidation (embedded broker unless GITMEM_BROKER_URL is set)."""
+    """Run a Celery worker for consolidation and maintenance (embedded broker unless GITMEM_BROKER_URL is set)."""
     from celery.exceptions import SecurityWarning
 
     from ..broker import worker_argv

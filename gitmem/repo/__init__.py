@@ -7,6 +7,7 @@
     namespace.py  a namespace's open handles and how a plan becomes a commit; the registry
     runstate.py   the per-namespace consolidation lock and trigger state
     leases.py     the same lock across hosts: a lease on Redis with fencing tokens (loads redis)
+    packing.py    packing, object counts and bundles, by the git program
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
 
@@ -15,9 +16,11 @@ Everything above this layer works with the names exported here and never imports
 
 from __future__ import annotations
 
+from . import packing
 from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
+from .packing import ObjectCounts
 from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
@@ -25,7 +28,7 @@ from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, p
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Candidate",
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
-    "Namespace", "Namespaces", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState", "SearchIndex",
-    "SqliteReplayGuard", "Store", "UsageLog", "check_namespace", "is_memory_path", "match_tokens",
-    "parse_trailers", "role_rank",
+    "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
+    "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "check_namespace", "is_memory_path", "match_tokens",
+    "packing", "parse_trailers", "role_rank",
 ]

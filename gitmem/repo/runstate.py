@@ -21,6 +21,11 @@ from ..errors import AlreadyRunning
 __all__ = ["AlreadyRunning", "Fence", "Leases", "LocalFence", "RunState"]
 
 
+#: What a namespace can be locked for; each has its own lock, so maintenance never waits for a
+#: consolidation (packing is safe beside writers) but two of one kind never overlap.
+LOCKS = ("consolidation", "maintenance")
+
+
 class Fence(Protocol):
     """What a run holding the lock checks before it moves a ref: that the lock is still its own."""
 
@@ -75,23 +80,27 @@ class RunState:
         os.replace(tmp, self.file)
 
     @contextmanager
-    def lock(self) -> Iterator[Fence]:
-        """Hold the namespace's consolidation lock, or raise :class:`AlreadyRunning`; yields the fence.
+    def lock(self, what: str = "consolidation", *, wait: bool = False) -> Iterator[Fence]:
+        """Hold the namespace's lock for ``what`` (one of :data:`LOCKS`), or raise :class:`AlreadyRunning`.
 
         An ``flock`` on a file beside the index: the kernel releases it when the holder exits, so
-        a worker killed mid-run never leaves the namespace locked. With :class:`Leases`, the
-        namespace's lease is taken too (after the file lock, so runs on one host queue on the
-        file and never on Redis), and the fence checks that lease.
+        a worker killed mid-run never leaves the namespace locked; ``wait`` blocks until the holder
+        is done instead. With :class:`Leases`, a consolidation takes the namespace's lease too
+        (after the file lock, so runs on one host queue on the file and never on Redis), and the
+        fence it yields checks that lease.
         """
+        if what not in LOCKS:
+            raise ValueError(f"unknown lock {what!r}")
         self.folder.mkdir(parents=True, exist_ok=True)
-        with open(self.folder / "consolidation.lock", "a+b") as handle:
+        with open(self.folder / f"{what}.lock", "a+b") as handle:
             try:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
             except BlockingIOError as exc:
-                raise AlreadyRunning(f"a consolidation of namespace {self.namespace!r} is already running; "
+                article = "a" if what == "consolidation" else "the"
+                raise AlreadyRunning(f"{article} {what} of namespace {self.namespace!r} is already running; "
                                      "wait for it to finish") from exc
             try:
-                if self.leases is None:
+                if self.leases is None or what != "consolidation":
                     yield LocalFence()
                 else:
                     with self.leases.hold(self.namespace) as fence:

@@ -14,8 +14,11 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
+from typing import TypeVar
 
 import pygit2
 from pygit2.enums import FileMode, ObjectType, SortMode
@@ -40,6 +43,8 @@ _STALE_LOCK_SECONDS = 10.0
 _LOCK_PATIENCE = 2.0
 # gitmem's own lock around ref moves, and the record of the move under way (see move_ref).
 _MOVES_FILE = "gitmem-ref-moves"
+_FOLDER_ATTEMPTS = 5
+T = TypeVar("T")
 _HEX = re.compile(r"^[0-9a-fA-F]{4,40}$")
 # Names libgit2 refuses in a tree or an index: '.git' in any case, or its 8.3 short name, when
 # followed only by dots and spaces, or by an NTFS stream (':...').
@@ -317,7 +322,7 @@ class Store:
     def write_tree(self, base: pygit2.Tree | None, changes: Changes) -> pygit2.Oid:
         """Write a new root tree: ``base`` with ``changes`` applied. Objects only, no refs."""
         oid = self._apply(base, changes)
-        return oid if oid is not None else self.repo.TreeBuilder().write()
+        return oid if oid is not None else _writing(self.repo.TreeBuilder().write)
 
     def _apply(self, tree: pygit2.Tree | None, changes: Changes) -> pygit2.Oid | None:
         builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
@@ -332,7 +337,7 @@ class Store:
                 if builder.get(head) is not None:
                     builder.remove(head)
             else:
-                builder.insert(head, self.repo.create_blob(data), FileMode.BLOB)
+                builder.insert(head, _writing(partial(self.repo.create_blob, data)), FileMode.BLOB)
         for name, sub_changes in nested.items():
             sub: pygit2.Tree | None = None
             if tree is not None and name in tree:
@@ -346,7 +351,7 @@ class Store:
                 builder.insert(name, oid, FileMode.TREE)
         if len(builder) == 0:
             return None
-        return builder.write()
+        return _writing(builder.write)
 
     def write_commit(self, parent: pygit2.Commit | None, change: Change, tree: pygit2.Oid | None = None) -> pygit2.Oid:
         """Write the commit object for ``change`` on top of ``parent``; the ref is not moved."""
@@ -357,7 +362,7 @@ class Store:
         author = pygit2.Signature(_safe_name(change.actor), "gitmem@localhost")
         committer = pygit2.Signature("gitmem", "gitmem@localhost")
         parents = [parent.id] if parent is not None else []
-        return self.repo.create_commit(None, author, committer, change.message(), tree, parents)
+        return _writing(partial(self.repo.create_commit, None, author, committer, change.message(), tree, parents))
 
     def move_ref(self, ref: str, new: pygit2.Oid | str, old: str | None, reason: str) -> None:
         """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``.
@@ -379,6 +384,7 @@ class Store:
         """
         lock = self.path / (ref + ".lock")
         deadline = time.monotonic() + _LOCK_PATIENCE
+        vanished = 0
         while True:
             with _MoveRecord(self.path / _MOVES_FILE) as record:
                 record.clear_orphaned_lock(self.path)
@@ -387,7 +393,12 @@ class Store:
                     try:
                         self._swap(ref, new, old, reason)
                         return
-                    except RefRaceLost:
+                    except RefRaceLost as exc:
+                        # ``git pack-refs`` may remove the ref's folder as the move makes it
+                        # (refs/gitmem/closed/ once every closed review was packed): try again.
+                        if _vanished(exc) and vanished < _FOLDER_ATTEMPTS:
+                            vanished += 1
+                            continue
                         if not lock.exists():
                             raise  # a real race: the ref moved
                     finally:
@@ -467,19 +478,21 @@ class Store:
             if index.conflicts is not None:
                 paths = sorted({(c[1] or c[2] or c[0]).path for c in index.conflicts if any(c)})
                 raise MergeConflict(str(commit.id), paths)
-            tree = index.write_tree(self.repo)
+            tree = _writing(partial(index.write_tree, self.repo))
             # The committer is gitmem, now: a Signature takes the time it is made at.
             committer = pygit2.Signature("gitmem", "gitmem@localhost")
-            oid = self.repo.create_commit(None, commit.author, committer, commit.message, tree, [tip.id])
+            oid = _writing(partial(self.repo.create_commit, None, commit.author, committer, commit.message, tree,
+                                   [tip.id]))
             tip = self.commit(str(oid))
         return tip
 
     def delete_ref(self, ref: str) -> None:
-        """Remove a ref if it exists."""
-        try:
-            self.repo.references.delete(ref)
-        except KeyError:
-            pass
+        """Remove a ref if it exists, taking turns with ``git pack-refs`` (see :func:`packing_refs`)."""
+        with packing_refs(self.path):
+            try:
+                self.repo.references.delete(ref)
+            except KeyError:
+                pass
 
     def transact(
         self,
@@ -540,7 +553,48 @@ class Store:
                 f"reverting {str(target.id)[:10]} conflicts with later changes to "
                 f"{', '.join(paths)}; restore those memories instead"
             )
-        return index.write_tree(self.repo)
+        return _writing(partial(index.write_tree, self.repo))
+
+
+@contextmanager
+def packing_refs(repo: Path) -> Iterator[None]:
+    """Hold the repository's lock that ``git pack-refs`` and ref deletions take in turn.
+
+    libgit2 deletes a ref without locking ``packed-refs`` when the ref is not in it yet, so a
+    ``git pack-refs`` that had read the loose ref before the deletion would write it back into
+    ``packed-refs`` after: the deleted ref returns. git's own deletions lock ``packed-refs``;
+    gitmem's hold this ``flock`` on ``gitmem-refs.lock`` in the repository instead, and so does
+    maintenance around ``git pack-refs`` (a moment: it writes one small file).
+    """
+    with open(repo / "gitmem-refs.lock", "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _vanished(exc: Exception) -> bool:
+    """Whether a write failed because a folder it had just made was removed (ENOENT)."""
+    return "No such file or directory" in str(exc)
+
+
+def _writing(write: Callable[[], T]) -> T:
+    """Write an object, again if git's packing removed its folder meanwhile (see :mod:`.packing`).
+
+    libgit2 makes ``objects/xx/``, compresses the object into a temporary file and renames it in;
+    ``git prune-packed`` and ``git prune`` remove empty ``objects/xx/`` folders, so one removed
+    in between fails the rename. Objects are named by their content: writing one again is
+    harmless.
+    """
+    attempt = 1
+    while True:
+        try:
+            return write()
+        except OSError as exc:
+            if attempt >= _FOLDER_ATTEMPTS or not _vanished(exc):
+                raise
+            attempt += 1
 
 
 class _MoveRecord:
@@ -599,7 +653,11 @@ class _MoveRecord:
 
 def _init_bare(path: Path) -> None:
     """An empty bare repository on ``main`` with the reflog on for every ref."""
-    repo = pygit2.init_repository(str(path), bare=True, initial_head="main")
+    configure(pygit2.init_repository(str(path), bare=True, initial_head="main"))
+
+
+def configure(repo: pygit2.Repository) -> None:
+    """Set what gitmem keeps in a repository's config (a new one, or one restored from a bundle)."""
     repo.config["core.logAllRefUpdates"] = "always"
     repo.config["user.name"] = "gitmem"
     repo.config["user.email"] = "gitmem@localhost"

@@ -34,7 +34,7 @@ def secret_key(settings: Settings) -> str:
     """The session signing key: ``settings.secret_key``, or a random one kept under ``home``."""
     if settings.secret_key:
         return settings.secret_key
-    path = settings.home / "secret_key"
+    path = settings.secret_key_file
     try:
         return path.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
