@@ -2,16 +2,9 @@
 
 Front ends build it with :func:`build_service` from :class:`~gitmem.settings.Settings` (read from
 the environment by the entry point, never here) and call its methods; every method takes a
-namespace first. Behind it::
-
-    recall.py       show, list, recall (ranked search), context, status, history
-    memories.py     remember (the write gate), amend, forget, revert, restore, fold usage
-    feedback.py     confirm, reject, discuss, amend, under the amendment policy
-    export.py       MEMORY.md, JSON and OKF exports
-    reviews.py      pull-request-like reviews of branches
-    consolidate.py  plan, decide and run consolidation; the trigger rule
-    maintenance.py  pack each repository; back up and restore a home
-    repo/           git, the search index, the usage log, locks (the only code that touches them)
+namespace first. Behind it: ``recall`` (reading), ``memories`` (the write gate and every change),
+``feedback``, ``export``, ``reviews``, ``consolidate``, ``maintenance``, and the repository layer
+``repo/`` (git, the search index, the usage log, locks: the only code that touches them).
 
 How consolidation runs is decided here and nowhere else: on the workers when a broker is
 configured or the caller cannot wait, in this process otherwise (:meth:`MemoryService.dispatch`).
