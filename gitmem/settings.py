@@ -47,6 +47,7 @@ THRESHOLDS = ("high_similarity", "cluster_threshold", "pair_threshold")
 AT_LEAST: dict[str, float] = {
     "max_text_chars": 1, "max_title_chars": 1, "merged_max_chars": 1, "max_request_bytes": 1,
     "consolidate_min_active": 0, "consolidate_interval_hours": 0, "consolidate_schedule_hours": 1e-6,
+    "maintain_schedule_hours": 1e-6,
     "broker_visibility_timeout": 1, "lock_lease_seconds": 1, "llm_timeout": 0.001, "llm_retries": 0,
 }
 

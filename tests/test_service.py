@@ -311,19 +311,23 @@ def test_remember_defaults_and_limits(svc: MemoryService) -> None:
             svc.remember("default", f"Too long a {field}.", **{field: value})  # type: ignore[arg-type]
 
 
-def test_remember_tells_the_write_listeners_and_survives_a_failing_one(
-        svc: MemoryService, caplog: pytest.LogCaptureFixture) -> None:
-    heard: list[tuple[str, str, str | None]] = []
+def test_a_write_that_adds_queues_consolidation_and_survives_a_queue_that_fails(
+        settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    queued: list[str] = []
 
-    def broken(namespace: str, result: object) -> None:
-        raise RuntimeError("listener down")
+    class Queue:
+        def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
+            queued.append(namespace)
+            raise RuntimeError("broker down")
 
-    svc.write_listeners.append(broken)
-    svc.write_listeners.append(lambda namespace, result: heard.append((namespace, result.outcome, result.commit)))
-    result = svc.remember("default", "Listeners hear every write.")
-    assert heard == [("default", "added", result.commit)]
-    assert "listener down" in caplog.text
-    assert svc.show("default", result.memory.id if result.memory else "").text == "Listeners hear every write."
+    svc = MemoryService(settings.with_(consolidate_min_active=0), queue=Queue(), trigger=True)
+    svc.init("default")
+    result = svc.remember("default", "Triggers never fail the write that fired them.")
+    assert queued == ["default"]  # more than 0 active memories: the rule says run
+    assert "broker down" in caplog.text
+    assert result.outcome == "added" and result.memory is not None
+    assert svc.show("default", result.memory.id).text == "Triggers never fail the write that fired them."
+    svc.close()
 
 
 # --- amend, forget, history ---------------------------------------------------------------------------

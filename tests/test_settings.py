@@ -99,6 +99,7 @@ VARIABLES: dict[str, tuple[str, str, Any]] = {
     "broker_visibility_timeout": ("GITMEM_BROKER_VISIBILITY_TIMEOUT", "120", 120.0),
     "redis_url": ("GITMEM_REDIS_URL", "redis://127.0.0.1:6379/5", "redis://127.0.0.1:6379/5"),
     "lock_lease_seconds": ("GITMEM_LOCK_LEASE_SECONDS", "30", 30.0),
+    "maintain_schedule_hours": ("GITMEM_MAINTAIN_SCHEDULE_HOURS", "12", 12.0),
 }
 
 
