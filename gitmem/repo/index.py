@@ -338,35 +338,31 @@ class SearchIndex:
 
     def search(self, query_tokens: Iterable[str], limit: int = 50) -> list[tuple[Row, float]]:
         """Memories sharing tokens with the query, best BM25 first, with their BM25 score (> 0)."""
+        rows = self._ranked(query_tokens, limit, "m.doc, m.tokens")
+        return [(Row(doc_to_memory(d), _token_set(t)), -s) for d, t, s in rows]
+
+    def candidates(self, query_tokens: Iterable[str], limit: int = 50) -> list[Candidate]:
+        """:meth:`search` without decoding the documents: best BM25 first, with the fields to rank by."""
+        rows = self._ranked(query_tokens, limit,
+                            "m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.tokens")
+        stamp = datetime.fromtimestamp
+        return [Candidate(r, i, st, p, stamp(since, UTC), stamp(fresh, UTC), bool(ten), bool(pf), _token_set(t), -s)
+                for r, i, st, p, since, fresh, ten, pf, t, s in rows]
+
+    def _ranked(self, query_tokens: Iterable[str], limit: int, columns: str) -> list[tuple[Any, ...]]:
+        """``columns`` of the best BM25 matches, then the score; the query's selective tokens only."""
         unique = self._selective(sorted(set(query_tokens)))
         if not unique:
             return []
         match = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
         # Rank in FTS alone, then join the few rows kept: joining first would carry the document
         # of every matching row through the sort (3x slower on 5,000 memories).
-        rows = self.db.execute(
-            "SELECT m.doc, m.tokens, f.score FROM (SELECT rowid, bm25(fts) AS score FROM fts "
+        return self.db.execute(
+            f"SELECT {columns}, f.score FROM (SELECT rowid, bm25(fts) AS score FROM fts "
             "WHERE fts MATCH ? ORDER BY score, rowid LIMIT ?) AS f "
             "JOIN memories m ON m.rowid = f.rowid ORDER BY f.score, f.rowid",
             (match, limit),
         ).fetchall()
-        return [(Row(doc_to_memory(d), _token_set(t)), -s) for d, t, s in rows]
-
-    def candidates(self, query_tokens: Iterable[str], limit: int = 50) -> list[Candidate]:
-        """:meth:`search` without decoding the documents: best BM25 first, with the fields to rank by."""
-        unique = self._selective(sorted(set(query_tokens)))
-        if not unique:
-            return []
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in unique)
-        rows = self.db.execute(
-            "SELECT m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.tokens, f.score "
-            "FROM (SELECT rowid, bm25(fts) AS score FROM fts WHERE fts MATCH ? ORDER BY score, rowid LIMIT ?) AS f "
-            "JOIN memories m ON m.rowid = f.rowid ORDER BY f.score, f.rowid",
-            (match, limit),
-        ).fetchall()
-        stamp = datetime.fromtimestamp
-        return [Candidate(r, i, st, p, stamp(since, UTC), stamp(fresh, UTC), bool(ten), bool(pf), _token_set(t), -s)
-                for r, i, st, p, since, fresh, ten, pf, t, s in rows]
 
     def documents(self, rowids: Iterable[int]) -> dict[int, Memory]:
         """The memories at these rows of the index."""
