@@ -52,12 +52,21 @@ def repository(svc: MemoryService) -> dict[str, Any]:
 
 
 def redact(url: str) -> str:
-    """A broker URL without its password."""
+    """A broker URL without its passwords: each URL of a failover list (``a;b``), in the user part or the query."""
+    return ";".join(_redact_one(part) for part in url.split(";"))
+
+
+def _redact_one(url: str) -> str:
     parts = urlsplit(url)
-    if parts.password:
-        netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        if ":" in user:
+            netloc = f"{user.split(':', 1)[0]}:***@{host}"
+    query = "&".join(f"{key}=***" if key.lower() in ("password", "pass", "passwd") else pair
+                     for pair in parts.query.split("&") if pair
+                     for key in [pair.split("=", 1)[0]])
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 def broker(celery: Any, svc: MemoryService) -> dict[str, Any]:
