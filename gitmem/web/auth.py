@@ -24,6 +24,7 @@ from flask import current_app, g, request, session
 
 from ..errors import GitmemError, PermissionDenied
 from ..service import ApiKey, KeyStore, ReplayGuard, role_rank
+from . import inputs
 
 SIGNATURE_WINDOW = 300
 HMAC_ROLE = "writer"
@@ -145,7 +146,7 @@ def verify_signature() -> None:
             f"the signature timestamp is more than {SIGNATURE_WINDOW} s away from now; sign again"
         )
     given = request.headers.get("X-Gitmem-Signature", "").strip()
-    expected = sign(secret, timestamp, request.get_data(cache=True))
+    expected = sign(secret, timestamp, inputs.raw_body())
     if not hmac.compare_digest(given, expected):
         raise Unauthenticated("the request signature does not match its body")
     replays = current_app.extensions["gitmem.replays"]

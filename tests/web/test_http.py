@@ -157,8 +157,6 @@ def test_a_chunked_body_within_the_limit_is_read_whole(http: httpx.Client, keys:
     assert response.status_code == 201 and response.json()["memory"]["text"] == text.strip()
 
 
-@pytest.mark.xfail(strict=True, reason="werkzeug cuts a chunked body at MAX_CONTENT_LENGTH without raising; "
-                                       "the API then reports invalid JSON (400) instead of 413")
 def test_a_chunked_body_over_the_limit_is_413(http: httpx.Client, keys: Keys, svc: MemoryService) -> None:
     before = svc.status("default")["head"]
     body = json.dumps({"text": "x" * (svc.settings.max_request_bytes + 1)}).encode()
