@@ -114,6 +114,14 @@ def used(potency: float, since: datetime | None, at: datetime, *, tenured: bool 
     return min(1.0, decayed(potency, since, at, tenured=tenured) + USE_BOOST)
 
 
+def used_times(potency: float, since: datetime | None, at: datetime, count: int, *, tenured: bool = False) -> float:
+    """Potency after ``count`` uses at ``at`` (the first decays from ``since``), rounded as files keep it."""
+    for _ in range(count):
+        potency = used(potency, since, at, tenured=tenured)
+        since = at
+    return round(potency, 4)
+
+
 def tier(potency: float) -> str:
     """``active`` (>= 0.15), ``low`` (0.10 to 0.15) or ``archived`` (< 0.10)."""
     if potency >= ACTIVE_FLOOR:
@@ -155,13 +163,8 @@ class Memory:
 
     def with_use(self, at: datetime, count: int = 1) -> Memory:
         """The memory after ``count`` uses at ``at``."""
-        potency = self.potency
-        since = self.last_used or self.created
-        for _ in range(count):
-            potency = used(potency, since, at, tenured=self.tenured)
-            since = at
-        return replace(self, potency=round(potency, 4), last_used=at,
-                       access_count=self.access_count + count)
+        potency = used_times(self.potency, self.last_used or self.created, at, count, tenured=self.tenured)
+        return replace(self, potency=potency, last_used=at, access_count=self.access_count + count)
 
     def replace(self, **changes: Any) -> Memory:
         """Return a copy with some fields changed."""
@@ -343,7 +346,7 @@ _ORDER = (
 
 def render(memory: Memory) -> bytes:
     """Serialise a memory to Markdown with YAML frontmatter."""
-    return rendered(memory)[0]
+    return _file(_meta(memory), memory)[0]
 
 
 def rendered(memory: Memory) -> tuple[bytes, Memory]:
@@ -351,6 +354,16 @@ def rendered(memory: Memory) -> tuple[bytes, Memory]:
 
     A writer that keeps both spares the search index a parse of the file it has just written.
     """
+    meta = _meta(memory)
+    data, front = _file(meta, memory)
+    if _YAML_BREAKS.search(front):
+        # YAML folds these inside a quoted value: only a real parse says what the file holds.
+        return data, parse(data, memory.path)
+    return data, _from_meta(meta, memory.text.strip(), memory.path)
+
+
+def _meta(memory: Memory) -> dict[str, Any]:
+    """The frontmatter fields of a memory, in file order."""
     meta: dict[str, Any] = {
         "type": memory.type,
         "title": memory.title,
@@ -374,16 +387,16 @@ def rendered(memory: Memory) -> tuple[bytes, Memory]:
     }
     if memory.archived_reason:
         meta["archived_reason"] = memory.archived_reason
+    return meta
+
+
+def _file(meta: dict[str, Any], memory: Memory) -> tuple[bytes, str]:
+    """The file's bytes, and its frontmatter as text."""
     front = yaml.dump(meta, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=1000)
     if _Dumper is not yaml.SafeDumper and "\\" in front:
         # libyaml escapes characters outside the BMP (emoji) that PyYAML writes as they are.
         front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=1000)
-    body = memory.text.strip()
-    data = f"---\n{front}---\n\n{body}\n".encode()
-    if _YAML_BREAKS.search(front):
-        # YAML folds these inside a quoted value: only a real parse says what the file holds.
-        return data, parse(data, memory.path)
-    return data, _from_meta(meta, body, memory.path)
+    return f"---\n{front}---\n\n{memory.text.strip()}\n".encode(), front
 
 
 def parse(data: bytes, path: str) -> Memory:

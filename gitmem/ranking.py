@@ -57,10 +57,8 @@ def potency_from(potency: float, since: datetime, tenured: bool, uses: tuple[int
     """:func:`effective_potency` from the fields it needs: what ``Memory.with_use`` then ``potency_at`` give."""
     if uses:
         count, last = uses
-        for _ in range(count):
-            potency = concepts.used(potency, since, last, tenured=tenured)
-            since = last
-        potency = round(potency, 4)
+        potency = concepts.used_times(potency, since, last, count, tenured=tenured)
+        since = last
     return concepts.decayed(potency, since, at, tenured=tenured)
 
 
