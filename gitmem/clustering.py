@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 
 MIN_CLUSTER = 2
@@ -117,11 +117,23 @@ def similar_pairs(sets: Sequence[frozenset[str]], threshold: float, k: int = 2, 
     return out
 
 
-class _Grouper:
-    """Greedy complete linkage, fed edges in descending score order (ties by index)."""
+#: Whether two statements (by index) may share a cluster at all, and whether they are related
+#: beyond their words (their meaning): the hooks the semantic layer fills in.
+Pairwise = Callable[[int, int], bool]
 
-    def __init__(self, sets: Sequence[frozenset[str]], threshold: float, max_size: int) -> None:
+
+class _Grouper:
+    """Greedy complete linkage, fed edges in descending score order (ties by index).
+
+    ``apart(i, j)``: the two may never share a group (their details conflict); asked lazily,
+    only for an edge that would join two groups. ``related(i, j)``: close by another measure
+    than the words (a semantic neighbour).
+    """
+
+    def __init__(self, sets: Sequence[frozenset[str]], threshold: float, max_size: int,
+                 apart: Pairwise | None = None, related: Pairwise | None = None) -> None:
         self.sets, self.threshold, self.max_size = sets, threshold, max_size
+        self.apart, self.related = apart, related
         self.where: dict[int, int] = {}
         self.members: dict[int, list[int]] = {}
         self.known: set[int] = set()  # pairs (as i * n + j) already found close enough
@@ -131,10 +143,16 @@ class _Grouper:
         where, members, known, n = self.where, self.members, self.known, len(self.sets)
         known.update(i * n + j for _, i, j in pairs)
 
+        apart, related = self.apart, self.related
+
         def close(x: int, y: int) -> bool:
+            if apart is not None and apart(x, y):
+                return False
             if (x * n + y if x < y else y * n + x) in known:
                 return True
-            return _dice_at_least(sets[x], sets[y], threshold) is not None
+            if _dice_at_least(sets[x], sets[y], threshold) is not None:
+                return True
+            return related is not None and related(x, y)
 
         ordered = sorted(pairs, key=itemgetter(1, 2))
         ordered.sort(key=itemgetter(0), reverse=True)  # stable: best first, ties by index
@@ -144,6 +162,8 @@ class _Grouper:
                 continue
             a, b = members.get(gi, [i]), members.get(gj, [j])
             if len(a) + len(b) > self.max_size:
+                continue
+            if apart is not None and apart(i, j):
                 continue
             if len(a) * len(b) > 1 and not all(close(x, y) for x in a for y in b):
                 continue
@@ -164,13 +184,14 @@ class _Grouper:
 
 
 def group(sets: Sequence[frozenset[str]], pairs: Sequence[tuple[float, int, int]], threshold: float,
-          max_size: int = MAX_CLUSTER) -> list[list[int]]:
+          max_size: int = MAX_CLUSTER, *, apart: Pairwise | None = None,
+          related: Pairwise | None = None) -> list[list[int]]:
     """Complete-linkage groups: join two groups along the best pair only if all members stay close.
 
     Deterministic for a given set of pairs (ties broken by index), so the indexed and the
     all-pairs searches yield the same clusters. Returns groups of 2 or more, each sorted.
     """
-    grouper = _Grouper(sets, threshold, max_size)
+    grouper = _Grouper(sets, threshold, max_size, apart, related)
     grouper.add(pairs)
     return grouper.groups()
 
@@ -193,7 +214,9 @@ BANDS = (0.8, 0.6, 0.45)
 
 
 def find_clusters(sets: Sequence[frozenset[str]], threshold: float, max_size: int = MAX_CLUSTER, *,
-                  baseline: bool = False, bands: Sequence[float] = BANDS) -> list[list[int]]:
+                  baseline: bool = False, bands: Sequence[float] = BANDS,
+                  extra: Sequence[tuple[float, int, int]] = (), apart: Pairwise | None = None,
+                  related: Pairwise | None = None) -> list[list[int]]:
     """Clusters of 2 to ``max_size`` indexes into ``sets`` (``baseline`` scans all pairs).
 
     The indexed search takes the pairs in score bands, best first, feeding each band to the same
@@ -201,17 +224,23 @@ def find_clusters(sets: Sequence[frozenset[str]], threshold: float, max_size: in
     part (the grouping would skip every later edge of theirs), so the wide, costly bands near
     ``threshold`` search only the statements still able to join something. Same clusters as
     grouping all pairs at once, which the tests and the benchmark check.
+
+    ``extra`` pairs (semantic neighbours, scored on the same scale) join the lexical ones in
+    their band; ``apart`` and ``related`` are the grouping's hooks (see :class:`_Grouper`).
     """
     if baseline:
-        return group(sets, all_pairs(sets, threshold), threshold, max_size)
+        return group(sets, list(all_pairs(sets, threshold)) + list(extra), threshold, max_size,
+                     apart=apart, related=related)
     order = rank_order(sets)
     sets = _compact(sets, order)
-    grouper = _Grouper(sets, threshold, max_size)
+    grouper = _Grouper(sets, threshold, max_size, apart, related)
     alive = list(range(len(sets)))
     upper: float | None = None
     for band in [b for b in bands if b > threshold] + [threshold]:
         found = similar_pairs([sets[i] for i in alive], band, order=[order[i] for i in alive])
-        grouper.add([(score, alive[a], alive[b]) for score, a, b in found if upper is None or score < upper])
+        fed = [(score, alive[a], alive[b]) for score, a, b in found if upper is None or score < upper]
+        fed += [p for p in extra if p[0] >= band and (upper is None or p[0] < upper)]
+        grouper.add(fed)
         full = grouper.full()
         alive = [i for i in alive if i not in full]
         upper = band

@@ -27,14 +27,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from . import concepts, notify, ranking
+from . import concepts, details, notify, ranking
 from .clustering import find_clusters
 from .concepts import Memory, now
 from .errors import Conflict, ReviewStillOpen, Unavailable
 from .llm import LLM, Judgement, MergeDecision, PairDecision
 from .memories import Memories
-from .repo import AlreadyRunning, Change, Commit, Leases, Namespace, Namespaces, Row, RunState
+from .repo import AlreadyRunning, Change, Commit, Leases, Namespace, Namespaces, Row, RunState, text_hash
 from .reviews import Review, Reviews
+from .semantic import Neighbours, Semantics
 from .settings import Settings
 from .similarity import similarity
 
@@ -62,6 +63,9 @@ class Cluster:
     members: tuple[Memory, ...]
     min_similarity: float
     pair: bool = False
+    #: Every pair of members close in words (at least OFFLINE_WORDS) or in meaning, not joined
+    #: by a loose word overlap alone.
+    alike: bool = True
 
     @property
     def anchors(self) -> tuple[Memory, ...]:
@@ -132,9 +136,29 @@ class Plan:
         }
 
 
+# Word overlap (Dice) at which two statements count as alike without a sentence vector.
+OFFLINE_WORDS = 0.5
+# How much closer than the semantic threshold two statements must be when each names something
+# the other does not (see gitmem.details.differ).
+STRICTER = 0.2
+
+
+def combined(settings: Settings, cosine: float) -> float:
+    """A cosine on the word-similarity scale: the semantic threshold maps to the cluster threshold, 1 to 1."""
+    low, high = settings.semantic_threshold, settings.cluster_threshold
+    if low >= 1:
+        return high
+    return high + (cosine - low) * (1 - high) / (1 - low)
+
+
 def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses: ranking.Uses,
-              settings: Settings) -> Plan:
-    """What a run should look at, from the active and pending memories at ``head``; no I/O."""
+              settings: Settings, neighbours: Neighbours | None = None) -> Plan:
+    """What a run should look at, from the active and pending memories at ``head``; no I/O.
+
+    Candidate pairs are the word-similar pairs and, with ``neighbours``, the semantic ones;
+    clusters are complete-linkage on either measure, and never join two statements whose
+    details conflict (:func:`gitmem.details.conflict`).
+    """
     potencies = {r.memory.id: ranking.effective_potency(r.memory, at, uses) for r in rows}
     active = [r for r in rows if r.memory.state == "active"]
     pending = [r for r in rows if r.memory.state == "pending"]
@@ -157,19 +181,57 @@ def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses
             judge_later.append(m)
     candidates = [r for r in active if r.memory.id not in leaving]
     sets = [r.tokens for r in candidates]
+    texts = [r.memory.text for r in candidates]
+    hashes = [text_hash(t) for t in texts]
+    conflicts: dict[tuple[int, int], bool] = {}
+
+    def cosine(i: int, j: int) -> float | None:
+        return None if neighbours is None else neighbours.cosine(hashes[i], hashes[j])
+
+    def words(i: int, j: int) -> float:
+        return 2 * len(sets[i] & sets[j]) / ((len(sets[i]) + len(sets[j])) or 1)
+
+    def apart(i: int, j: int) -> bool:
+        """Different rules: details that conflict, or each naming what the other does not unless very close."""
+        key = (i, j) if i < j else (j, i)
+        if key not in conflicts:
+            value = cosine(i, j)
+            conflicts[key] = details.conflict(texts[i], texts[j]) is not None or (
+                details.differ(texts[i], texts[j]) and words(i, j) < OFFLINE_WORDS
+                and (value is None or value < settings.semantic_threshold + STRICTER))
+        return conflicts[key]
+
+    def related(i: int, j: int) -> bool:
+        value = cosine(i, j)
+        return value is not None and value >= settings.semantic_threshold
+
+    def alike(i: int, j: int) -> float:
+        """The pair's similarity on the word scale: the better of words and meaning."""
+        value = cosine(i, j)
+        return words(i, j) if value is None else max(words(i, j), combined(settings, value))
+
+    extra: list[tuple[float, int, int]] = []
+    if neighbours is not None:
+        where: dict[str, list[int]] = {}
+        for i, h in enumerate(hashes):
+            where.setdefault(h, []).append(i)
+        for a, b, value in neighbours.pairs:
+            for i in where.get(a, ()):
+                extra += [(combined(settings, value), min(i, j), max(i, j)) for j in where.get(b, ())]
     clusters: list[Cluster] = []
     in_cluster: set[str] = set()
-    for indexes in find_clusters(sets, settings.cluster_threshold):
+    found = find_clusters(sets, settings.cluster_threshold, extra=extra, apart=apart,
+                          related=related if neighbours is not None else None)
+    for indexes in found:
         members = tuple(sorted((candidates[i].memory for i in indexes), key=lambda m: (m.created, m.id)))
         if all(m.source == "user" for m in members):
             continue  # the user's statements are never merged automatically
-        low = min(
-            (2 * len(sets[a] & sets[b]) / (len(sets[a]) + len(sets[b])))
-            for k, a in enumerate(indexes) for b in indexes[k + 1 :]
-        )
+        each = [(a, b) for k, a in enumerate(indexes) for b in indexes[k + 1 :]]
+        low = min(alike(a, b) for a, b in each)
+        close = all(related(a, b) or words(a, b) >= OFFLINE_WORDS for a, b in each)
         is_pair = len(members) == 2 and not any(m.source == "user" for m in members) and \
             low >= settings.pair_threshold
-        clusters.append(Cluster(members, low, is_pair))
+        clusters.append(Cluster(members, low, is_pair, close))
         in_cluster.update(m.id for m in members)
     for m in judge_later:
         if m.id not in in_cluster:
@@ -204,7 +266,7 @@ def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses
 class Decision:
     """One decision of a run; ``change`` is the commit it becomes (None: nothing to write)."""
 
-    kind: str  # merge, cover, veto, update, delete, ignore, archive, promote, discard, keep
+    kind: str  # merge, cover, link, veto, update, delete, ignore, archive, promote, discard, keep
     memory_ids: tuple[str, ...]
     reason: str
     change: Change | None = None
@@ -261,9 +323,11 @@ def _merge_change(cluster: Cluster, decision: MergeDecision, plan_: Plan, paths:
                   pair_threshold: float) -> Decision:
     ids = tuple(m.id for m in cluster.members)
     texts = tuple(m.text for m in cluster.members)
-    if decision.text is None:
-        return Decision("veto", ids, decision.reason, before=texts)
     at = plan_.at
+    if decision.text is None:
+        if decision.link:
+            return _link_change(cluster, decision, at)
+        return Decision("veto", ids, decision.reason, before=texts)
     replaced = cluster.replaceable
     anchors = cluster.anchors
     files: dict[str, bytes | None] = {m.path: None for m in replaced}
@@ -276,10 +340,14 @@ def _merge_change(cluster: Cluster, decision: MergeDecision, plan_: Plan, paths:
         return Decision("cover", ids, decision.reason, change, texts, anchor.text, len(cluster.members),
                         len(anchors))
     base = max(replaced, key=lambda m: (m.created, m.id))
+    kept = next((m for m in cluster.members if m.id == decision.keep), None)
+    # The merged memory is of the kind the kept statement (else the user's) is: a convention
+    # merged from a convention and a fact stays a convention.
+    memory_type = (kept or (anchors[0] if anchors else base)).type
     new_id = concepts.new_id()
     title = concepts.title_from(decision.text)
     merged = Memory(
-        id=new_id, type=base.type, text=decision.text, title=title,
+        id=new_id, type=memory_type, text=decision.text, title=title,
         description=concepts.description_from(decision.text),
         tags=_union(*(m.tags for m in cluster.members)),
         paths=_union(*(m.paths for m in cluster.members)),
@@ -298,6 +366,22 @@ def _merge_change(cluster: Cluster, decision: MergeDecision, plan_: Plan, paths:
                     body=_body(decision.reason, cluster.members, decision.text))
     return Decision("merge", ids, decision.reason, change, texts, decision.text, len(cluster.members),
                     1 + len(anchors))
+
+
+def _link_change(cluster: Cluster, decision: MergeDecision, at: datetime) -> Decision:
+    """Members that say one rule point at each other (``related``); nothing is merged or lost."""
+    ids = tuple(m.id for m in cluster.members)
+    texts = tuple(m.text for m in cluster.members)
+    files: dict[str, bytes | None] = {}
+    for m in cluster.members:
+        others = [i for i in ids if i != m.id and i not in m.related]
+        if others:
+            files[m.path] = concepts.render(m.replace(related=m.related + tuple(others), updated=at))
+    if not files:
+        return Decision("veto", ids, decision.reason + " (already linked)", before=texts)
+    change = Change(files, f"consolidate: link {len(ids)} statements of one rule", "consolidate", ids,
+                    "consolidation", ACTOR, body=_body(decision.reason, cluster.members, None))
+    return Decision("link", ids, decision.reason, change, texts)
 
 
 def _pair_change(cluster: Cluster, decision: PairDecision, plan_: Plan) -> Decision:
@@ -385,6 +469,7 @@ class RunResult:
                 "merged": sum(d.members for d in merged),
                 "into": sum(d.results for d in merged),
                 "vetoed": self.count("veto"),
+                "linked": self.count("link"),
                 "ignored": self.count("ignore"),
                 "archived": self.count("archive"),
                 "promoted": self.count("promote"),
@@ -406,7 +491,8 @@ def summarise(decisions: Sequence[Decision], review: int | None) -> str:
     if merged:
         parts.append(f"consolidated {sum(d.members for d in merged)} memories into "
                      f"{sum(d.results for d in merged)}")
-    for kind, word in (("archive", "archived"), ("promote", "promoted"), ("discard", "discarded")):
+    for kind, word in (("link", "linked"), ("archive", "archived"), ("promote", "promoted"),
+                       ("discard", "discarded")):
         n = sum(1 for d in decisions if d.kind == kind)
         if n:
             parts.append(f"{word} {n}")
@@ -453,7 +539,7 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
             merge: MergeDecision = MergeDecision(None, f"not asked: {down}")
             if down is None:
                 try:
-                    merge = llm.merge(cluster.members, max_chars=max_chars)
+                    merge = llm.merge(cluster.members, max_chars=max_chars, alike=cluster.alike)
                 except Unavailable as exc:
                     down, failures = str(exc), failures + 1
                     merge = MergeDecision(None, f"not decided: {exc}")
@@ -480,11 +566,14 @@ class Consolidation:
     """Plan, decide and run consolidation of any namespace, and the rule that triggers a run."""
 
     def __init__(self, namespaces: Namespaces, memories: Memories, reviews: Reviews, settings: Settings,
-                 llm: Callable[[], LLM], leases: Callable[[], Leases | None] | None = None) -> None:
+                 llm: Callable[[], LLM], leases: Callable[[], Leases | None] | None = None,
+                 semantics: Semantics | None = None) -> None:
         """Work on ``namespaces``; ``llm()`` gives the model that decides when a run is given none.
 
-        ``leases()`` gives the locks shared by every host (None: the file lock alone will do).
+        ``leases()`` gives the locks shared by every host (None: the file lock alone will do);
+        ``semantics`` adds semantic neighbours to the candidates.
         """
+        self.semantics = semantics
         self.namespaces = namespaces
         self.leases = leases
         self.llm = llm
@@ -512,7 +601,12 @@ class Consolidation:
                 if ns.index.indexed_commit() == str(head.id):
                     break  # another process did not move the index on under us
             uses = ns.usage.pending()
-        return make_plan(namespace, str(head.id), at, rows, uses, self.settings)
+            neighbours = None
+            if self.semantics is not None and self.semantics.enabled:
+                live = sorted({text_hash(r.memory.text) for r in rows if r.memory.state == "active"})
+                neighbours = self.semantics.neighbours(ns, live, self.settings.semantic_threshold,
+                                                       self.settings.semantic_neighbours)
+        return make_plan(namespace, str(head.id), at, rows, uses, self.settings, neighbours)
 
     def run(self, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
             llm: LLM | None = None) -> RunResult:

@@ -1,8 +1,10 @@
-"""Clients for OpenAI-compatible HTTP endpoints: chat completions for the LLM port.
+"""Clients for OpenAI-compatible HTTP endpoints: chat completions and embeddings.
 
 Any server that speaks ``POST /v1/chat/completions`` (OpenAI, vLLM, Ollama, llama.cpp, LM Studio)
 answers consolidation's questions through :class:`OpenAICompatible`; :func:`llm_from_settings`
-picks it, or the offline rules when no endpoint is configured.
+picks it, or the offline rules when no endpoint is configured. Any server that speaks
+``POST /v1/embeddings`` (OpenAI, Ollama, vLLM, llama.cpp, TEI) gives sentence vectors through
+:class:`EmbeddingsEndpoint`; :func:`embeddings_from_settings` picks it, the offline encoder, or none.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import httpx
+import numpy as np
 
+from . import embeddings as embeddings_port
 from .concepts import Memory, iso
 from .errors import InvalidInput, Unavailable
 from .llm import (
@@ -99,8 +103,8 @@ class OpenAICompatible:
         raise Unavailable(f"the LLM at {self.base_url} did not answer after {self.retries + 1} "
                           f"attempts ({problem}); check GITMEM_LLM_BASE_URL or try later")
 
-    def merge(self, members: Sequence[Memory], *, max_chars: int) -> MergeDecision:
-        """Ask for one merged memory; a bad answer is a veto."""
+    def merge(self, members: Sequence[Memory], *, max_chars: int, alike: bool = True) -> MergeDecision:
+        """Ask for one merged memory; a bad answer is a veto (the model judges ``alike`` itself)."""
         try:
             data = self.ask("merge", "merge.j2", max_chars=max_chars,
                             memories=json.dumps([_memory_data(m) for m in members], ensure_ascii=False,
@@ -158,3 +162,78 @@ def llm_from_settings(settings: Settings) -> LLM:
         return Offline()
     return OpenAICompatible(settings.llm_base_url, settings.llm_model, settings.llm_api_key,
                             settings.llm_timeout, settings.llm_retries)
+
+
+class EmbeddingsEndpoint:
+    """A client for ``POST {base_url}/embeddings``: batches, timeouts and retries."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout: float = 30.0,
+                 retries: int = 2, batch: int = 64, transport: httpx.BaseTransport | None = None) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise InvalidInput(f"embeddings base URL {base_url!r} must start with http:// or https://")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.name = f"endpoint:{model}"
+        self.retries = max(0, retries)
+        self.batch = batch
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self.client.close()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors for ``texts``, ``batch`` texts per request.
+
+        Raises :class:`Unavailable` when the endpoint refuses, does not answer after the retries,
+        or answers something other than one vector of one size per text.
+        """
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch):
+            rows.extend(self._batch(list(texts[start : start + self.batch])))
+        if not rows:
+            return np.zeros((0, 1), dtype=np.float32)
+        if len({len(r) for r in rows}) != 1:
+            raise Unavailable(f"the embeddings endpoint at {self.base_url} answered vectors of different sizes")
+        return embeddings_port.unit(rows)
+
+    def _batch(self, texts: list[str]) -> list[list[float]]:
+        url = f"{self.base_url}/embeddings"
+        problem = ""
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(min(2.0, 0.2 * 2**attempt))
+            try:
+                response = self.client.post(url, json={"model": self.model, "input": texts})
+            except httpx.HTTPError as exc:
+                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                continue
+            if response.status_code == 429 or response.status_code >= 500:
+                problem = f"HTTP {response.status_code}"
+                continue
+            if response.status_code >= 400:
+                raise Unavailable(f"the embeddings endpoint at {self.base_url} refused the request: HTTP "
+                                  f"{response.status_code} {response.text[:200]}")
+            try:
+                items = sorted(response.json()["data"], key=lambda item: item["index"])
+                vectors = [[float(x) for x in item["embedding"]] for item in items]
+            except (ValueError, LookupError, TypeError, RecursionError) as exc:
+                raise Unavailable(f"the embeddings endpoint at {self.base_url} answered something that is not "
+                                  f"an embeddings response ({type(exc).__name__}: {exc})") from exc
+            if len(vectors) != len(texts) or not all(vectors):
+                raise Unavailable(f"the embeddings endpoint at {self.base_url} answered {len(vectors)} vectors "
+                                  f"for {len(texts)} texts")
+            return vectors
+        raise Unavailable(f"the embeddings endpoint at {self.base_url} did not answer after {self.retries + 1} "
+                          f"attempts ({problem}); check GITMEM_EMBED_BASE_URL or try later")
+
+
+def embeddings_from_settings(settings: Settings) -> embeddings_port.Embeddings | None:
+    """The configured embeddings: none, an endpoint (``embed_base_url``), or the offline encoder."""
+    if settings.embeddings == "none":
+        return None
+    if settings.embed_base_url:
+        return EmbeddingsEndpoint(settings.embed_base_url, settings.embed_model, settings.embed_api_key,
+                                  settings.embed_timeout, settings.embed_retries)
+    return embeddings_port.Offline(settings.state_dir / "models")

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from . import details
 from .concepts import Memory, clean_text
 from .errors import InvalidInput
 from .similarity import similarity, token_set
@@ -38,10 +39,16 @@ LENGTH_SLACK = 1.25
 
 @dataclass(frozen=True)
 class MergeDecision:
-    """A cluster merged into ``text``, or vetoed (``text`` is None)."""
+    """A cluster merged into ``text``, or vetoed (``text`` is None).
+
+    ``keep``: the member whose words (and type) the merged text keeps, when it keeps one.
+    ``link``: vetoed, but the members say one rule and should point at each other (``related``).
+    """
 
     text: str | None
     reason: str
+    keep: str | None = None
+    link: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,8 +73,12 @@ class LLM(Protocol):
 
     name: str
 
-    def merge(self, members: Sequence[Memory], *, max_chars: int) -> MergeDecision:
-        """Merge related memories into one, or veto the cluster."""
+    def merge(self, members: Sequence[Memory], *, max_chars: int, alike: bool = True) -> MergeDecision:
+        """Merge related memories into one, or veto the cluster.
+
+        ``alike``: every pair of members is close in words or in meaning, not only in a chain of
+        loose word overlaps (a model judges either way; the offline rules need it).
+        """
         ...
 
     def pair(self, target: Memory, candidate: Memory, *, max_chars: int) -> PairDecision:
@@ -86,17 +97,31 @@ def _preferred(members: Sequence[Memory]) -> Memory:
     return max(pool, key=lambda m: (m.created, m.id))
 
 
+# A sentence ends at . ! ? ; followed by a space (never inside "pnpm-lock.yaml" or a URL), or at
+# Chinese punctuation.
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])\s*")
+
+
 def _sentences(text: str) -> list[str]:
-    parts = re.split(r"(?<=[.!?。！？；;])\s*", text.strip())
-    return [p.strip() for p in parts if p.strip()]
+    return [p.strip() for p in _SENTENCE_END.split(text.strip()) if p.strip()]
+
+
+_WORDS = re.compile(r"[^\W\d_]{3,}|[\u4e00-\u9fff]{2,}")
+
+
+def _quote(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return f"\"{flat if len(flat) <= limit else flat[: limit - 1] + '…'}\""
 
 
 class Offline:
     """Conservative decisions by rule, so consolidation works with no model at all.
 
-    It merges only clusters whose members all say much the same thing (every pair at least
-    ``min_similarity`` alike): the user's or newest statement, plus any sentence of the others
-    that adds words, within the length limit. Everything it is unsure of is vetoed or kept.
+    It merges only what loses nothing: statements of one rule in other words, none of which
+    names a detail (number, name, weekday, environment) the kept statement lacks, unless a
+    whole sentence carrying it can be added. Members whose details conflict are vetoed, the
+    same rule in two languages is linked (``related``), not merged; anything loosely joined
+    (no pair alike in meaning or closely in words) is left for a model to judge.
     """
 
     name = "offline"
@@ -104,40 +129,59 @@ class Offline:
     def __init__(self, min_similarity: float = 0.5) -> None:
         self.min_similarity = min_similarity
 
-    def merge(self, members: Sequence[Memory], *, max_chars: int) -> MergeDecision:
-        """Merge near-duplicates; veto anything looser."""
+    def merge(self, members: Sequence[Memory], *, max_chars: int, alike: bool = True) -> MergeDecision:
+        """Merge statements of one rule that lose no detail; veto or link the rest, saying why."""
         for i, a in enumerate(members):
             for b in members[i + 1 :]:
-                score = similarity(a.text, b.text)
-                if score < self.min_similarity:
-                    return MergeDecision(None, f"offline rules: {a.id} and {b.id} are only {score:.2f} "
-                                               "alike; a model should judge whether they are one topic")
+                conflict = details.conflict(a.text, b.text)
+                if conflict is not None:
+                    return MergeDecision(None, f"offline rules: {a.id} and {b.id} are different rules: they "
+                                               f"differ in {conflict}; both kept")
+                if not alike:
+                    score = similarity(a.text, b.text)
+                    if score < self.min_similarity:
+                        return MergeDecision(None, f"offline rules: {a.id} and {b.id} are only {score:.2f} "
+                                                   "alike in words and not close in meaning; a model should "
+                                                   "judge whether they are one rule")
+        languages = sorted({details.language(m.text) for m in members})
+        if len(languages) > 1:
+            return MergeDecision(None, "offline rules: the same rule in " + " and ".join(languages) +
+                                 "; linked as related, not merged, so neither wording is lost", link=True)
         users = [m for m in members if m.source == "user"]
-        if users:
-            base = _preferred(users)
-        else:
-            # Near-duplicates without a user statement: the one that says most, newest on a tie.
-            everything = set().union(*(token_set(m.text) for m in members))
-            base = max(members, key=lambda m: (len(token_set(m.text) & everything), m.created, m.id))
+        pool = users or list(members)
+        # The statement to keep: the user's own, else the one naming most details, then the longest.
+        base = max(pool, key=lambda m: (len(details.details(m.text).all()), len(m.text), m.created, m.id))
         text = base.text.strip()
         if len(text) > max_chars * LENGTH_SLACK:
             return MergeDecision(None, f"offline rules: {base.id} has {len(text)} characters, over the limit "
                                        f"of {max_chars}; a model should shorten it")
-        seen = set(token_set(text))
+        added: list[str] = []
         for other in sorted(members, key=lambda m: (m.created, m.id), reverse=True):
             if other is base:
                 continue
             for sentence in _sentences(other.text):
-                new = token_set(sentence) - seen
-                if len(new) * 2 <= len(token_set(sentence)):
-                    continue  # mostly said already
-                if len(text) + 1 + len(sentence) > max_chars:
+                lacking = details.missing(text, sentence)
+                if not lacking:
                     continue
+                if users or len(text) + 1 + len(sentence) > max_chars:
+                    why = "the user's statement is kept as it is" if users else f"over {max_chars} characters"
+                    return MergeDecision(None, f"offline rules: {other.id} says {', '.join(sorted(lacking))}, "
+                                               f"which {base.id} does not, and adding it is not possible ({why}); "
+                                               "linked as related", link=True)
                 text = f"{text} {sentence}"
-                seen |= token_set(sentence)
-        who = "the user's statement" if base.source == "user" else "the fullest statement"
-        return MergeDecision(text, f"offline rules: near-duplicates; kept {who} ({base.id}) "
-                                   "and added what the others said beyond it")
+                added.append(f"{_quote(sentence)} from {other.id} ({', '.join(sorted(lacking))})")
+        others = [m for m in members if m is not base]
+        who = "the user's statement" if base.source == "user" else "the statement naming the most details"
+        reason = f"offline rules: one rule said {len(members)} ways; kept {who}, {base.id} {_quote(base.text)}"
+        if added:
+            reason += "; added " + "; ".join(added)
+        else:
+            reason += f"; {', '.join(m.id for m in others)} name no detail it lacks"
+        kept = {w.casefold() for w in _WORDS.findall(text)}
+        lost = sorted({w for m in others for w in _WORDS.findall(m.text) if w.casefold() not in kept}, key=str.casefold)
+        if lost:
+            reason += f"; their other words go: {', '.join(lost[:12])}{' …' if len(lost) > 12 else ''}"
+        return MergeDecision(text, reason, keep=base.id)
 
     def pair(self, target: Memory, candidate: Memory, *, max_chars: int) -> PairDecision:
         """Fold one into the other when its words are a subset; otherwise leave both."""

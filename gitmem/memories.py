@@ -7,14 +7,15 @@ in :mod:`gitmem.recall`, feedback (confirm, reject, discuss, amend) in :mod:`git
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from . import concepts
+from . import concepts, details
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
-from .repo import Change, Commit, Guard, Namespaces, match_tokens
+from .repo import Change, Commit, Guard, Namespace, Namespaces, match_tokens
+from .semantic import Semantics
 from .settings import Settings
 from .similarity import dice, normalise
 
@@ -45,11 +46,16 @@ class Memories:
     """Remember, amend, forget, revert and restore memories in any namespace."""
 
     def __init__(self, namespaces: Namespaces, settings: Settings,
-                 on_added: Callable[[str], None] | None = None) -> None:
-        """Work on ``namespaces``; ``on_added(namespace)`` is called after a write adds a memory."""
+                 on_added: Callable[[str], None] | None = None, semantics: Semantics | None = None) -> None:
+        """Work on ``namespaces``; ``on_added(namespace)`` is called after a write adds a memory.
+
+        ``semantics``: the write gate also finds an agent's statement that says an existing
+        memory's rule in other words (or another language).
+        """
         self.namespaces = namespaces
         self.settings = settings
         self.on_added = on_added
+        self.semantics = semantics
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -74,10 +80,13 @@ class Memories:
     ) -> WriteResult:
         """Store a memory through the write gate.
 
-        Normalised-identical text reinforces the existing memory; text at least
-        ``settings.high_similarity`` similar from an automatic source is merged into the existing
-        memory (paths and tags unioned, potency +0.05, text kept); everything else, including a
-        user's own similar statement (it may be a correction), is added as a new memory.
+        Normalised-identical text reinforces the existing memory. A statement from an automatic
+        source that says the same as an existing memory is merged into it (paths and tags
+        unioned, potency +0.05, text kept): at least ``settings.high_similarity`` alike in words
+        or ``settings.semantic_duplicate`` in meaning, with no detail (number, name, weekday,
+        environment) that the memory lacks or contradicts, in the same language. Everything
+        else, including a user's own similar statement (it may be a correction), is added as a
+        new memory.
         """
         limit = self.settings.max_text_chars
         text = concepts.clean_text(text, limit=limit)
@@ -91,6 +100,11 @@ class Memories:
         if state not in ("active", "pending"):
             raise InvalidInput("a new memory is either active or pending")
         result: dict[str, Any] = {}
+        near: dict[str, float] = {}
+        if source in AUTO_SOURCES and self.semantics is not None and self.semantics.enabled:
+            with self.namespaces.using(namespace) as ns:
+                ns.synced()
+                near = dict(self.semantics.search(ns, text, 5, self.settings.semantic_duplicate))
 
         # Plans run inside _commit, on an index snapshot pinned at ``head``: what it finds is there.
         def plan(head: Commit) -> Change | None:
@@ -109,15 +123,8 @@ class Memories:
                 return Change({old.path: concepts.render(new)}, f"reinforce: {old.title}", "reinforce",
                               (old.id,), source, author)
             if source in AUTO_SOURCES:
-                mine = frozenset(match_tokens(title, text, tags))
-                best, best_score = None, 0.0
-                for row, _ in ns.index.search(mine, limit=20):
-                    if row.memory.state == "archived":
-                        continue
-                    score = dice(mine, row.tokens)
-                    if score > best_score:
-                        best, best_score = row.memory, score
-                if best is not None and best_score >= self.settings.high_similarity:
+                best, best_score = self._same_as(ns, text, title, tags, near)
+                if best is not None:
                     old = ns.current(head, best.id)
                     new = old.replace(
                         paths=old.paths + tuple(p for p in paths if p not in old.paths),
@@ -129,7 +136,7 @@ class Memories:
                     result.update(outcome="merged", memory=new, similar_to=old.id)
                     return Change({old.path: concepts.render(new)}, f"merge: {old.title}", "merge",
                                   (old.id,), source, author,
-                                  body=f"A {best_score:.2f}-similar statement was merged in:\n\n{text}")
+                                  body=f"A statement {best_score} was merged in:\n\n{text}")
             memory_id = concepts.new_id()
             path = ns.free_path(head, memory_type, title, memory_id)
             memory = Memory(id=memory_id, type=memory_type, text=text, title=title,
@@ -149,6 +156,28 @@ class Memories:
             except Exception:  # a trigger must never fail the write that fired it
                 log.exception("after-write hook failed in %s", namespace)
         return WriteResult(result["outcome"], result["memory"], commit, result["similar_to"])
+
+    def _same_as(self, ns: Namespace, text: str, title: str, tags: Sequence[str],
+                 near: Mapping[str, float]) -> tuple[Memory | None, str]:
+        """The live memory an agent's statement says again, and how alike they are; (None, "") if none."""
+        mine = frozenset(match_tokens(title, text, tags))
+        found: list[tuple[float, str, Memory]] = []
+        for row, _ in ns.index.search(mine, limit=20):
+            score = dice(mine, row.tokens)
+            if score >= self.settings.high_similarity:
+                found.append((score, f"{score:.2f} alike in words", row.memory))
+        if near:
+            for candidate in ns.index.by_hashes(near):
+                memory = ns.index.get(candidate.id)
+                if memory is not None:
+                    cos = near[candidate.vhash]
+                    found.append((cos, f"{cos:.2f} alike in meaning", memory))
+        for _, how, memory in sorted(found, key=lambda f: (-f[0], f[2].id)):
+            if memory.state == "archived" or details.language(memory.text) != details.language(text):
+                continue
+            if details.conflict(memory.text, text) is None and not details.missing(memory.text, text):
+                return memory, how
+        return None, ""
 
     def amend(
         self,

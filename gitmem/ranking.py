@@ -6,7 +6,7 @@ Pure functions, no I/O: the numbers are here so they can be read, tested and tun
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from . import concepts
@@ -18,6 +18,10 @@ RECENCY_DAYS = 30
 # Text matches a query ranks by potency and recency: this many per hit asked for, at least MIN.
 CANDIDATES_PER_HIT = 10
 MIN_CANDIDATES = 100
+# Hybrid recall: how many semantic neighbours of a query join the text matches, and the k of
+# reciprocal rank fusion (small, so the first places count: 1/(k+1) against 1/(k+10)).
+SEMANTIC_CANDIDATES = 50
+FUSION_K = 10
 
 #: Uses recorded but not yet folded into the files: memory id -> (count, last use).
 Uses = Mapping[str, tuple[int, datetime]]
@@ -44,6 +48,16 @@ def path_matches(pattern: str, file: str) -> bool:
 def candidates(limit: int) -> int:
     """How many text matches to rank for ``limit`` hits."""
     return max(MIN_CANDIDATES, limit * CANDIDATES_PER_HIT)
+
+
+def fused(*rankings: Sequence[str]) -> dict[str, float]:
+    """Reciprocal rank fusion of ranked lists of ids, scaled so first in every list is 1.0."""
+    best = len(rankings) / (FUSION_K + 1)
+    out: dict[str, float] = {}
+    for ranked in rankings:
+        for place, key in enumerate(ranked):
+            out[key] = out.get(key, 0.0) + 1 / (FUSION_K + 1 + place)
+    return {key: value / best for key, value in out.items()}
 
 
 def effective_potency(memory: Memory, at: datetime, uses: Uses) -> float:

@@ -17,6 +17,7 @@ from . import concepts, ranking
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
 from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces
+from .semantic import Semantics
 from .settings import Settings
 from .similarity import token_set
 from .templating import render_template
@@ -53,10 +54,11 @@ class Comment:
 class Recall:
     """Find and read memories in any namespace."""
 
-    def __init__(self, namespaces: Namespaces, settings: Settings) -> None:
-        """Read from ``namespaces`` under ``settings``' limits."""
+    def __init__(self, namespaces: Namespaces, settings: Settings, semantics: Semantics | None = None) -> None:
+        """Read from ``namespaces`` under ``settings``' limits; ``semantics``: find by meaning too."""
         self.namespaces = namespaces
         self.settings = settings
+        self.semantics = semantics
 
     def show(self, namespace: str, memory_id: str) -> Memory:
         """One memory by id."""
@@ -99,7 +101,7 @@ class Recall:
         with self.namespaces.using(namespace) as ns:
             ns.synced()
             if query:
-                hits = self._matching(ns, token_set(query), files, limit, at, include_archived)
+                hits = self._matching(ns, query, files, limit, at, include_archived)
             else:
                 hits = self._strongest(ns, files, limit, at, include_archived)
             if record and hits:
@@ -130,25 +132,39 @@ class Recall:
         hits.sort(key=lambda h: (-h.score, h.memory.id))
         return hits[:limit]
 
-    def _matching(self, ns: Namespace, q: frozenset[str], files: builtins.list[str], limit: int, at: datetime,
+    def _matching(self, ns: Namespace, query: str, files: builtins.list[str], limit: int, at: datetime,
                   include_archived: bool) -> builtins.list[Hit]:
-        """Text matches of a query ranked as :meth:`recall` says, decoding the documents of the hits only."""
-        found = ns.index.candidates(q, limit=ranking.candidates(limit))
+        """Matches of a query ranked as :meth:`recall` says, decoding the documents of the hits only.
+
+        Two lists are fused by reciprocal rank (:func:`ranking.fused`): the text matches by BM25
+        and word coverage, and, when semantics are on, the memories whose sentence vectors are
+        nearest the query's (so "package manager" finds "We use pnpm", and a Chinese query its
+        English memory).
+        """
+        q = token_set(query)
+        want = ranking.candidates(limit)
+        found = ns.index.candidates(q, limit=want)
         top = max((c.score for c in found), default=0.0) or 1.0
-        pending = ns.usage.pending(ids=[c.id for c in found])
+        lexical = sorted(found, key=lambda c: (-(0.5 * c.score / top + 0.5 * len(q & c.tokens) / len(q)), c.id))
+        near: builtins.list[Candidate] = []
+        if self.semantics is not None and self.semantics.enabled:
+            cosines = dict(self.semantics.search(ns, query, ranking.SEMANTIC_CANDIDATES, self.settings.recall_floor))
+            near = sorted(ns.index.by_hashes(cosines), key=lambda c: (-cosines[c.vhash], c.id))
+        relevance = ranking.fused([c.id for c in lexical], [c.id for c in near])
+        pool = {c.id: c for c in near} | {c.id: c for c in lexical}
+        pending = ns.usage.pending(ids=list(pool))
         paths: dict[int, tuple[str, ...]] = {}
         if files:
-            paths = {r: m.paths for r, m in ns.index.documents(c.rowid for c in found if c.pathful).items()}
+            paths = {r: m.paths for r, m in ns.index.documents(c.rowid for c in pool.values() if c.pathful).items()}
         ranked: builtins.list[tuple[float, Candidate, float, bool]] = []
-        for c in found:
+        for c in pool.values():
             if c.state == "archived" and not include_archived:
                 continue
             potency = ranking.potency_from(c.potency, c.since, c.tenured, pending.get(c.id), at)
             if potency < concepts.ARCHIVE_BELOW and not include_archived:
                 continue
-            relevance = 0.5 * c.score / top + 0.5 * len(q & c.tokens) / len(q)
             matched = any(ranking.path_matches(p, f) for p in paths.get(c.rowid, ()) for f in files)
-            ranked.append((ranking.score_from(c.state, c.fresh, relevance, potency, at, path_match=matched),
+            ranked.append((ranking.score_from(c.state, c.fresh, relevance[c.id], potency, at, path_match=matched),
                            c, potency, matched))
         ranked.sort(key=lambda r: (-r[0], r[1].id))
         ranked = ranked[:limit]

@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import builtins
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import export as exporting
 from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
+from .embeddings import Embeddings
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
@@ -42,6 +44,7 @@ from .repo import check_namespace as check_namespace
 from .repo.replays import replay_guard
 from .reviews import STATUSES as REVIEW_STATUSES
 from .reviews import Review, Reviews
+from .semantic import Semantics
 from .settings import Settings
 
 __all__ = [
@@ -62,10 +65,12 @@ class MemoryService:
         self._queue = queue
         self._namespaces = Namespaces(settings)
         self.reviews = Reviews(self._namespaces, settings)
-        recall = Recall(self._namespaces, settings)
-        memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None)
+        self._semantics = Semantics(settings, self._embeddings)
+        recall = Recall(self._namespaces, settings, self._semantics)
+        memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None,
+                            semantics=self._semantics)
         self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm,
-                                            self._leases)
+                                            self._leases, self._semantics)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
         maintenance = Maintenance(self._namespaces, settings)
         self._keys: KeyStore | None = None
@@ -121,8 +126,23 @@ class MemoryService:
         return self._namespaces.attach(repo_path)
 
     def close(self) -> None:
-        """Close every open index and log."""
+        """Close every open index, log and vector file."""
+        self._semantics.close()
         self._namespaces.close()
+
+    def vectors(self, namespace: str, *, rebuild: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Embed every live memory that has no vector yet (``rebuild``: all of them again); counts."""
+        ns = self._namespaces.open(namespace)
+        with ns.lock:
+            ns.synced()
+            store = self._semantics.store(ns)
+            if store is None:
+                return {"namespace": namespace, "model": None, "embedded": 0, "vectors": 0}
+            if rebuild:
+                store.clear()
+            embedded = self._semantics.fill(ns, progress=progress)
+            return {"namespace": namespace, "model": store.model, "embedded": embedded, "vectors": store.count()}
 
     @property
     def keys(self) -> KeyStore:
@@ -181,6 +201,12 @@ class MemoryService:
         from .endpoints import llm_from_settings
 
         return llm_from_settings(self.settings)
+
+    def _embeddings(self) -> Embeddings | None:
+        """The configured embeddings model (the HTTP client loads only when an endpoint is set)."""
+        from .endpoints import embeddings_from_settings
+
+        return embeddings_from_settings(self.settings)
 
     def _added(self, namespace: str) -> None:
         """After a write added a memory: queue consolidation when the trigger rule says so."""

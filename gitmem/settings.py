@@ -42,13 +42,16 @@ def _mapping(value: str) -> dict[str, str]:
 
 
 # Similarity scores that gate merges and clusters: each must lie from 0 to 1.
-THRESHOLDS = ("high_similarity", "cluster_threshold", "pair_threshold")
+THRESHOLDS = ("high_similarity", "cluster_threshold", "pair_threshold", "semantic_threshold", "semantic_duplicate",
+              "recall_floor")
+EMBEDDINGS = ("offline", "none", "endpoint")
 # Sizes, counts and times, each with the least value that makes sense.
 AT_LEAST: dict[str, float] = {
     "max_text_chars": 1, "max_title_chars": 1, "merged_max_chars": 1, "max_request_bytes": 1,
     "consolidate_min_active": 0, "consolidate_interval_hours": 0, "consolidate_schedule_hours": 1e-6,
     "maintain_schedule_hours": 1e-6,
     "broker_visibility_timeout": 1, "lock_lease_seconds": 1, "llm_timeout": 0.001, "llm_retries": 0,
+    "embed_timeout": 0.001, "embed_retries": 0, "semantic_neighbours": 1,
 }
 
 
@@ -96,6 +99,22 @@ class Settings:
     llm_timeout: float = 30.0
     llm_retries: int = 2
 
+    # Embeddings port: "offline" (the encoder in the wheel), "none" (words only), or "endpoint":
+    # an OpenAI-compatible /v1/embeddings server, also chosen by setting embed_base_url alone.
+    embeddings: str = "offline"
+    embed_base_url: str | None = None
+    embed_model: str = "text-embedding-3-small"
+    embed_api_key: str | None = None
+    embed_timeout: float = 30.0
+    embed_retries: int = 2
+    # Cosine at which two memories are semantic neighbours (consolidation candidates), how many
+    # neighbours each keeps, the cosine at which an agent's statement is the same as a memory
+    # (the write gate), and the least cosine a recalled memory needs to its query.
+    semantic_threshold: float = 0.45
+    semantic_neighbours: int = 8
+    semantic_duplicate: float = 0.85
+    recall_floor: float = 0.25
+
     # Web.
     secret_key: str | None = None
     hmac_secret: str | None = None
@@ -121,6 +140,11 @@ class Settings:
             # NaN fails the range check too.
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
                 raise InvalidInput(f"GITMEM_{name.upper()} must be a number from 0 to 1, not {value!r}")
+        if self.embeddings not in EMBEDDINGS:
+            raise InvalidInput(f"GITMEM_EMBEDDINGS must be one of {', '.join(EMBEDDINGS)}, not {self.embeddings!r}")
+        if self.embeddings == "endpoint" and not self.embed_base_url:
+            raise InvalidInput("GITMEM_EMBEDDINGS=endpoint needs GITMEM_EMBED_BASE_URL (an OpenAI-compatible "
+                               "server's /v1 URL)")
         for name, low in AT_LEAST.items():
             value = getattr(self, name)
             if not value >= low:  # NaN fails too

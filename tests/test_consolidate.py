@@ -216,7 +216,9 @@ def test_a_malformed_answer_is_a_veto_and_never_written(svc: MemoryService, llm_
     plant(svc, "Use React Query for all server state.")
     _, llm = llm_server(lambda r: "I merged them: Use React Query for server state.")
     result = svc.consolidate("default", llm=llm)
-    assert result.review is None and result.count("veto") == 1
+    # Close in meaning, so asked as a pair (update/delete/ignore) or a cluster (merge/veto): either
+    # way an answer that does not parse writes nothing.
+    assert result.review is None and result.count("veto", "ignore") == 1
     assert "did not parse" in result.decisions[0].reason
 
 

@@ -199,18 +199,25 @@ def test_offline_merges_near_duplicates_keeping_the_fullest_statement() -> None:
     assert decision.text == b.text
 
 
-def test_offline_keeps_the_users_statement_first() -> None:
+def test_offline_never_rewrites_the_users_statement() -> None:
     user = mem("Run the unit tests before every commit.", source="user")
-    agent = mem("Run the unit tests before every commit. Use pytest -x.", days=3)
-    decision = Offline().merge([user, agent], max_chars=200)
-    assert decision.text is not None and decision.text.startswith(user.text)
-    assert "Use pytest -x." in decision.text
+    same = mem("Before each commit, run the unit tests.", days=3)
+    decision = Offline().merge([user, same], max_chars=200)
+    assert (decision.text, decision.keep) == (user.text, user.id)
+    assert user.id in decision.reason and "the user's statement" in decision.reason
+    # An agent's statement with a detail the user's lacks is linked, not folded into a rewrite.
+    more = mem("Run the unit tests before every commit. Use pytest -x.", days=3)
+    linked = Offline().merge([user, more], max_chars=200)
+    assert linked.text is None and linked.link and "pytest" in linked.reason
 
 
-def test_offline_vetoes_loosely_related_memories_and_keeps_grey_zone_memories() -> None:
+def test_offline_vetoes_different_rules_and_loose_clusters_and_keeps_grey_zone_memories() -> None:
     decision = Offline().merge([mem("Use React Query for server state."),
                                 mem("Use Zustand for client state, not Redux.")], max_chars=200)
-    assert decision.text is None and "model should judge" in decision.reason
+    assert decision.text is None and "different rules" in decision.reason and "zustand" in decision.reason
+    loose = Offline().merge([mem("Keep the parser small."), mem("Write tests for every parser change.")],
+                            max_chars=200, alike=False)
+    assert loose.text is None and "model should judge" in loose.reason
     assert Offline().judge(mem("x"), question="pending", score=0.45).verdict == "keep"
 
 

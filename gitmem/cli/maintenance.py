@@ -1,4 +1,4 @@
-"""Maintenance commands: ``maintain``, ``backup`` and ``restore-backup``."""
+"""Maintenance commands: ``maintain``, ``vectors``, ``backup`` and ``restore-backup``."""
 
 from __future__ import annotations
 
@@ -63,6 +63,41 @@ def maintain(ctx: click.Context, namespaces: tuple[str, ...], as_json: bool) -> 
         click.echo("no namespaces to maintain")
     if skipped:
         ctx.exit(AlreadyRunning.exit_code)
+
+
+@main.command()
+@click.option("--namespace", "-n", "namespaces", multiple=True, metavar="NS", help=_NAMESPACES_HELP)
+@click.option("--rebuild", is_flag=True, help="Drop the stored vectors and embed every memory again.")
+@json_option
+def vectors(namespaces: tuple[str, ...], rebuild: bool, as_json: bool) -> None:
+    """Embed every memory that has no sentence vector yet (derived state under state/).
+
+    Recall and consolidation fill the vectors they need on their own; this does it all at once,
+    for example after importing many memories or changing GITMEM_EMBEDDINGS, with a progress
+    line on standard error. With GITMEM_EMBEDDINGS=none there is nothing to do.
+    """
+    svc = service()
+    names = list(namespaces) or svc.namespaces()
+    for name in names:
+        svc.require(name)
+    done = []
+    for name in names:
+        def progress(count: int, total: int, name: str = name) -> None:
+            if not as_json:
+                click.echo(f"\r{name}: embedded {count:,} of {total:,}", nl=count >= total, err=True)
+
+        result = svc.vectors(name, rebuild=rebuild, progress=progress)
+        done.append(result)
+        if not as_json:
+            if result["model"] is None:
+                click.echo(f"{name}: semantics are off (GITMEM_EMBEDDINGS=none)")
+            else:
+                click.echo(f"{name}: {result['embedded']:,} embedded, {result['vectors']:,} vectors "
+                           f"({result['model']})")
+    if as_json:
+        emit(done, True, lambda: None)
+    elif not names:
+        click.echo("no namespaces")
 
 
 @main.command()

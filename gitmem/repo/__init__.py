@@ -10,6 +10,7 @@
     packing.py    packing, object counts and bundles, by the git program
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
+    vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
 
 Everything above this layer works with the names exported here and never imports pygit2.
 """
@@ -17,18 +18,19 @@ Everything above this layer works with the names exported here and never imports
 from __future__ import annotations
 
 from . import packing
-from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens
+from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, text_hash
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
 from .packing import ObjectCounts
 from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
+from .vectors import VectorStore
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Candidate",
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
-    "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "check_namespace", "is_memory_path", "match_tokens",
-    "packing", "parse_trailers", "role_rank",
+    "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "check_namespace", "is_memory_path",
+    "match_tokens", "packing", "parse_trailers", "role_rank", "text_hash",
 ]

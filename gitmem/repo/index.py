@@ -10,6 +10,7 @@ Losing the usage log loses no memory content, only some potency boosts.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
@@ -42,9 +43,11 @@ CREATE TABLE IF NOT EXISTS memories(
     since REAL NOT NULL,
     fresh REAL NOT NULL,
     tenured INTEGER NOT NULL,
-    pathful INTEGER NOT NULL
+    pathful INTEGER NOT NULL,
+    vhash TEXT NOT NULL -- the text's hash: what its sentence vector is stored under
 );
 CREATE INDEX IF NOT EXISTS memories_id ON memories(id);
+CREATE INDEX IF NOT EXISTS memories_vhash ON memories(vhash);
 CREATE INDEX IF NOT EXISTS memories_norm ON memories(norm);
 CREATE TABLE IF NOT EXISTS problems(path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
@@ -53,7 +56,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS vocab(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
-_SCHEMA_VERSION = "3"
+_SCHEMA_VERSION = "4"
 # A search scores every document that holds any of its tokens. Past this many postings it leaves
 # out the commonest tokens (recall still counts them in its coverage of the query): at 100,000
 # memories "use" alone is in a quarter of them, and scoring those took most of a query's time.
@@ -65,6 +68,11 @@ VOCAB_DRIFT = 0.1
 def match_tokens(title: str, text: str, tags: Iterable[str]) -> list[str]:
     """The tokens a memory is matched by: its title, text and tags."""
     return tokens(f"{title}\n{text}\n{' '.join(tags)}")
+
+
+def text_hash(text: str) -> str:
+    """The key a memory's sentence vector is stored under: a hash of its text."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
 
 
 def is_memory_path(path: str) -> bool:
@@ -95,6 +103,7 @@ class Candidate:
     pathful: bool
     tokens: frozenset[str]
     score: float
+    vhash: str = ""
 
 
 def _connect(path: Path, *, durable: bool = True) -> sqlite3.Connection:
@@ -311,10 +320,11 @@ class SearchIndex:
         toks = " ".join(match_tokens(memory.title, memory.text, memory.tags))
         cur = db.execute(
             "INSERT INTO memories(id, path, type, state, norm, tokens, doc, potency, since, fresh, tenured, "
-            "pathful) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+            "pathful, vhash) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (memory.id, path, memory.type, memory.state, normalise(memory.text), toks,
              memory_to_doc(memory), memory.potency, (memory.last_used or memory.created).timestamp(),
-             (memory.last_used or memory.updated).timestamp(), int(memory.tenured), int(bool(memory.paths))),
+             (memory.last_used or memory.updated).timestamp(), int(memory.tenured), int(bool(memory.paths)),
+             text_hash(memory.text)),
         )
         db.execute("INSERT INTO fts(rowid, tokens) VALUES(?, ?)", (cur.lastrowid, toks))
 
@@ -344,10 +354,41 @@ class SearchIndex:
     def candidates(self, query_tokens: Iterable[str], limit: int = 50) -> list[Candidate]:
         """:meth:`search` without decoding the documents: best BM25 first, with the fields to rank by."""
         rows = self._ranked(query_tokens, limit,
-                            "m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.tokens")
+                            "m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.tokens, "
+                            "m.vhash")
         stamp = datetime.fromtimestamp
-        return [Candidate(r, i, st, p, stamp(since, UTC), stamp(fresh, UTC), bool(ten), bool(pf), _token_set(t), -s)
-                for r, i, st, p, since, fresh, ten, pf, t, s in rows]
+        return [Candidate(r, i, st, p, stamp(since, UTC), stamp(fresh, UTC), bool(ten), bool(pf), _token_set(t), -s,
+                          vh) for r, i, st, p, since, fresh, ten, pf, t, vh, s in rows]
+
+    def by_hashes(self, hashes: Iterable[str]) -> list[Candidate]:
+        """The memories whose text hashes are ``hashes``, with the fields to rank by (score 0)."""
+        wanted = list(hashes)
+        if not wanted:
+            return []
+        rows = self.db.execute(
+            "SELECT rowid, id, state, potency, since, fresh, tenured, pathful, tokens, vhash FROM memories "
+            f"WHERE vhash IN ({','.join('?' * len(wanted))})", wanted).fetchall()
+        stamp = datetime.fromtimestamp
+        return [Candidate(r, i, st, p, stamp(since, UTC), stamp(fresh, UTC), bool(ten), bool(pf), _token_set(t), 0.0,
+                          vhash) for r, i, st, p, since, fresh, ten, pf, t, vhash in rows]
+
+    def texts(self, hashes: Iterable[str]) -> dict[str, str]:
+        """The text of each of ``hashes`` the index holds."""
+        wanted = list(hashes)
+        out: dict[str, str] = {}
+        for start in range(0, len(wanted), 500):
+            part = wanted[start : start + 500]
+            out.update(self.db.execute(
+                f"SELECT vhash, json_extract(doc, '$.text') FROM memories WHERE vhash IN ({','.join('?' * len(part))})",
+                part).fetchall())
+        return out
+
+    def hashes(self, *, states: Iterable[str]) -> list[str]:
+        """The distinct text hashes of the memories in ``states``, sorted."""
+        states = list(states)
+        rows = self.db.execute(f"SELECT DISTINCT vhash FROM memories WHERE state IN ({','.join('?' * len(states))}) "
+                               "ORDER BY vhash", states).fetchall()
+        return [r[0] for r in rows]
 
     def _ranked(self, query_tokens: Iterable[str], limit: int, columns: str) -> list[tuple[Any, ...]]:
         """``columns`` of the best BM25 matches, then the score; the query's selective tokens only."""

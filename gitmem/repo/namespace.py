@@ -63,6 +63,8 @@ class Namespace:
     store: Store
     index: SearchIndex
     usage: UsageLog
+    #: The folder of the namespace's derived state (index, usage log, vectors).
+    state: Path = field(default_factory=Path)
     lock: threading.RLock = field(default_factory=threading.RLock)
 
     def synced(self) -> pygit2.Commit:
@@ -193,7 +195,7 @@ class Namespaces:
                 )
             state = self.settings.state_dir / namespace
             handle = Namespace(namespace, Store(path), SearchIndex(state / "index.sqlite"),
-                               UsageLog(state / "usage.sqlite"))
+                               UsageLog(state / "usage.sqlite"), state)
             self._open[namespace] = handle
             return handle
 
@@ -220,7 +222,7 @@ class Namespaces:
         with self._lock:
             if name not in self._open:
                 self._open[name] = Namespace(name, store, SearchIndex(state / "index.sqlite"),
-                                             UsageLog(state / "usage.sqlite"))
+                                             UsageLog(state / "usage.sqlite"), state)
         return name
 
     def close(self) -> None:

@@ -1,10 +1,12 @@
-"""A local HTTP server speaking the OpenAI chat-completions protocol, standing in for an LLM.
+"""A local HTTP server speaking the OpenAI chat-completions and embeddings protocols.
 
 Tests give it a responder: a function from the request (``Request``: the JSON body, the prompt
 and the memories quoted in it) to the reply's text content, or to :data:`HOLD` to keep the
 client waiting until :meth:`FakeOpenAI.release` (a slow model; the client's timeout fires), or to
 a :class:`Status` for an HTTP error. The responder may be swapped while the server runs, and
-:meth:`FakeOpenAI.stop` takes the endpoint away altogether.
+:meth:`FakeOpenAI.stop` takes the endpoint away altogether. ``POST /v1/embeddings`` answers with
+the ``embedder``'s vectors (a function from the input texts to a list of vectors, or a
+:class:`Status`), in the order OpenAI documents (``data[i].index``), here deliberately reversed.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ class Status:
 
 HOLD = object()
 Responder = Callable[[Request], Any]
+Embedder = Callable[[list[str]], Any]
 
 
 def answer(**fields: Any) -> str:
@@ -81,6 +84,8 @@ class FakeOpenAI:
     """The server; use :func:`running` to start and stop it."""
 
     responder: Responder
+    embedder: Embedder | None = None
+    embedded: list[list[str]] = field(default_factory=list)
     requests: list[Request] = field(default_factory=list)
     received: threading.Event = field(default_factory=threading.Event)
     _release: threading.Event = field(default_factory=threading.Event)
@@ -104,6 +109,18 @@ class FakeOpenAI:
         assert self.server is not None
         self.server.shutdown()
         self.server.server_close()
+
+    def embeddings(self, body: dict[str, Any]) -> tuple[int, str]:
+        texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+        self.embedded.append(texts)
+        if self.embedder is None:
+            return 404, '{"error": "no embeddings here"}'
+        reply = self.embedder(texts)
+        if isinstance(reply, Status):
+            return reply.code, reply.body
+        data = [{"object": "embedding", "index": i, "embedding": [float(x) for x in v]} for i, v in enumerate(reply)]
+        return 200, json.dumps({"object": "list", "data": data[::-1], "model": body.get("model", "fake"),
+                                "usage": {"prompt_tokens": 1, "total_tokens": 1}})
 
     def handle(self, request: Request) -> tuple[int, str]:
         self.requests.append(request)
@@ -131,7 +148,9 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 (the http.server API)
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
-            if self.path.rstrip("/") != "/v1/chat/completions":
+            if self.path.rstrip("/") == "/v1/embeddings":
+                code, text = fake.embeddings(json.loads(raw))
+            elif self.path.rstrip("/") != "/v1/chat/completions":
                 code, text = 404, '{"error": "unknown path"}'
             else:
                 request = Request(json.loads(raw), {k.lower(): v for k, v in self.headers.items()})
@@ -153,9 +172,9 @@ def _handler(fake: FakeOpenAI) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def running(responder: Responder) -> Iterator[FakeOpenAI]:
+def running(responder: Responder, embedder: Embedder | None = None) -> Iterator[FakeOpenAI]:
     """Serve a fake on 127.0.0.1 on a free port for the duration of the block."""
-    fake = FakeOpenAI(responder)
+    fake = FakeOpenAI(responder, embedder)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
     server.daemon_threads = True
     fake.server = server

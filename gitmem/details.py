@@ -1,0 +1,290 @@
+"""The details a rule turns on, and whether two statements are different rules.
+
+Similar wording, and a similar sentence vector, does not make two statements one rule:
+"PPT 正文字号统一用 18pt" and "PPT 标题字号统一用 28pt" score cosine 0.86, "Deploy to staging on
+Mondays" and "Deploy to production on Thursdays" 0.68, while true paraphrases start at about
+0.45. What tells them apart is a detail: a number and its unit, a code identifier or file name,
+a tool, product, language or environment, a weekday, or one noun swapped for another in an
+otherwise identical sentence. This module finds those details (pure functions, no I/O) so that
+clustering never joins statements whose details conflict, and the offline merge can say what
+it kept and what differed.
+
+Two statements *conflict* when both name details of one kind and share none of them ({18pt} and
+{28pt}; {staging} and {production}), or when they are the same sentence with one content word
+(a CJK noun, an English noun) swapped. A correction that names the old value beside the new
+("moved from Wednesday to Monday") shares a detail, so it stays with the rule it corrects.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import unicodedata
+from dataclasses import dataclass
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+
+_NUMBER_WORDS = {
+    "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
+    "eight": "8", "nine": "9", "ten": "10", "twelve": "12", "twenty": "20", "thirty": "30",
+    "hundred": "100", "一": "1", "二": "2", "两": "2", "三": "3", "四": "4", "五": "5", "六": "6",
+    "七": "7", "八": "8", "九": "9", "十": "10",
+}
+_UNITS = {
+    "ms": "ms", "millisecond": "ms", "milliseconds": "ms", "毫秒": "ms",
+    "s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "秒": "s",
+    "min": "min", "mins": "min", "minute": "min", "minutes": "min", "分钟": "min",
+    "h": "h", "hr": "h", "hrs": "h", "hour": "h", "hours": "h", "小时": "h",
+    "day": "d", "days": "d", "天": "d", "日": "d",
+    "week": "w", "weeks": "w", "周": "w", "month": "mo", "months": "mo", "个月": "mo", "月": "mo",
+    "year": "y", "years": "y", "年": "y",
+    "%": "%", "percent": "%", "pt": "pt", "px": "px", "em": "em", "rem": "rem",
+    "kb": "kb", "mb": "mb", "gb": "gb", "tb": "tb",
+    "line": "lines", "lines": "lines", "行": "lines",
+    "character": "chars", "characters": "chars", "chars": "chars", "字符": "chars", "字": "chars",
+    "space": "spaces", "spaces": "spaces", "空格": "spaces",
+}
+_UNIT_PATTERN = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
+_NUMBER = re.compile(
+    rf"(?<![\w./:-])(\d+(?:[.,]\d+)?|{'|'.join(_NUMBER_WORDS)})\s*-?\s*(?:个\s*)?({_UNIT_PATTERN})?(?![a-z])",
+    re.IGNORECASE,
+)
+_WEEKDAYS = {
+    "monday": "mon", "tuesday": "tue", "wednesday": "wed", "thursday": "thu", "friday": "fri",
+    "saturday": "sat", "sunday": "sun",
+    "周一": "mon", "周二": "tue", "周三": "wed", "周四": "thu", "周五": "fri", "周六": "sat", "周日": "sun",
+    "星期一": "mon", "星期二": "tue", "星期三": "wed", "星期四": "thu", "星期五": "fri", "星期六": "sat",
+    "星期日": "sun", "星期天": "sun", "周天": "sun",
+}
+_WEEKDAY = re.compile(
+    r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|((?:周|星期)[一二三四五六日天])",
+    re.IGNORECASE,
+)
+_ENVIRONMENTS = {
+    "staging": "staging", "stage": "staging", "预发": "staging", "预发布": "staging",
+    "production": "production", "prod": "production", "生产": "production", "线上": "production",
+    "development": "development", "dev": "development", "开发": "development",
+    "local": "local", "本地": "local", "qa": "qa", "sandbox": "sandbox", "测试环境": "test",
+}
+# Tools and products written in lower case, which capitalisation does not reveal.
+_TOOLS = frozenset("""
+    npm pnpm yarn bun pip uv poetry conda pipenv ruff black isort flake8 pylint mypy pyright pytest
+    unittest tox nox eslint prettier tsc jest vitest mocha cypress playwright webpack vite rollup esbuild
+    docker podman kubectl helm terraform ansible git gofmt cargo rustfmt clippy maven gradle celery redis
+    postgres postgresql mysql sqlite mongodb kafka rabbitmq nginx gunicorn uvicorn django flask fastapi
+    react vue svelte angular nextjs nuxt tailwind zustand redux alembic prisma sqlalchemy vault
+    python golang typescript javascript rust java kotlin swift ruby php yaml json toml markdown
+    """.split())
+_ALIASES = {"golang": "go", "postgresql": "postgres", "js": "javascript", "ts": "typescript"}
+# An identifier, path or file name: word characters joined by _ . / : - with at least one of them
+# inside (not a sentence's final dot), or a word mixing letters and digits, or a leading-dot name.
+_IDENTIFIER = re.compile(
+    r"(?<![\w.])(?:\.[a-z0-9]+(?:[._-][a-z0-9]+)*|_[a-z0-9_]+|[a-z0-9]+(?:[_./:@-][a-z0-9]+)+|[a-z]+\d+[a-z0-9]*)"
+    r"(?![\w])", re.IGNORECASE)
+# A command-line option: "-x", "--frozen-lockfile".
+_FLAG = re.compile(r"(?<![\w-])--?[a-z][a-z0-9-]*", re.IGNORECASE)
+# Hyphenated words ("third-party", "10-second"), numbers with units and contractions are words.
+_NOT_IDENTIFIER = re.compile(r"e\.g|i\.e|etc|[a-z]+(?:-[a-z]+)+|\d+(?:[.,]\d+)?(?:-?[a-z%]+)*|[a-z]+'[a-z]+")
+# What follows these in a clause is an example, not the rule.
+_EXAMPLE = re.compile(r"\be\.g\.|\bfor example\b|\bfor instance\b|\bsuch as\b|例如|比如|譬如|如：")
+_WORD = re.compile(rf"[^\W_{_CJK}]+(?:['’][^\W_{_CJK}]+)*|[{_CJK}]")
+_CAPITALISED = re.compile(r"(?<![.!?。！？:：]\s)(?<!^)\b([A-Z][a-z]+[A-Z][A-Za-z]*|[A-Z]{2,}[a-z]?s?|[A-Z][a-z]+)\b")
+_SENTENCE_START = re.compile(r"(?:^|[.!?;:。！？；：]\s*)([A-Z][a-z]+)")
+
+# Words that change how a rule is said, not what it says: swapping one of these for another is
+# paraphrase, not a different rule.
+_FUNCTION_WORDS = frozenset("""
+    a an the and or but nor not no never always every each all any some most more less only also
+    just still now then than so too very to of in on at by for from with without into onto over under
+    up down out off about after before as is are was were be been being am do does did done doing
+    have has had having will would shall should can could may might must need needs it its this that
+    these those there here we us our you your they them their he she his her i me my one ones who which
+    what when where why how use used using uses make makes made keep keeps kept go goes going get gets
+    instead via per e g eg ie etc such like same other others own new old
+    """.split())
+_CJK_FUNCTION = frozenset("的了在是和与及或都也就要用把被让给对从到以为而且并不没别请必须一律统一"
+                          "所有每个每次时候里中上下前后再先之这那个")
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text)
+
+
+@functools.lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    """A crude English stem: enough to see "tests" and "test", "committing" and "commit" as one word."""
+    word = word.lower().replace("’", "'").removesuffix("'s")
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "ers", "er", "ed", "es", "s", "ly"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 3 and word[-1] == word[-2]:
+        word = word[:-1]  # committ -> commit
+    return word.rstrip("e") or word
+
+
+@dataclass(frozen=True)
+class Details:
+    """The details of one statement, normalised for comparison (see :func:`details`).
+
+    ``examples`` are the names given as examples ("e.g. order_items"): two statements of one rule
+    often give different ones, so they never make a conflict, but a merge must not lose them.
+    """
+
+    numbers: frozenset[str]
+    names: frozenset[str]
+    weekdays: frozenset[str]
+    environments: frozenset[str]
+    examples: frozenset[str] = frozenset()
+
+    def kinds(self) -> dict[str, frozenset[str]]:
+        """The details by kind, as a reader would name them."""
+        return {"number": self.numbers, "name": self.names, "weekday": self.weekdays,
+                "environment": self.environments}
+
+    def all(self) -> frozenset[str]:
+        """Every detail of every kind, examples included."""
+        return self.numbers | self.names | self.weekdays | self.environments | self.examples
+
+
+@functools.lru_cache(maxsize=16384)
+def details(text: str) -> Details:
+    """The numbers (with units), names, weekdays and environments a statement mentions."""
+    folded = _fold(text)
+    lower = folded.lower()
+    numbers = set()
+    for match in _NUMBER.finditer(folded):
+        raw, unit_word = match.group(1).lower(), (match.group(2) or "").lower()
+        value = _NUMBER_WORDS.get(raw, raw.replace(",", ""))
+        if unit_word == "" and raw in _NUMBER_WORDS and not raw.isdigit():
+            if raw.isascii():
+                continue  # "one" alone is a pronoun far more often than a count
+            if not re.search(rf"{re.escape(raw)}\s*(?:个)?\s*[{_CJK}]", folded):
+                continue
+        numbers.add(value + _UNITS.get(unit_word, unit_word))
+    weekdays = {_WEEKDAYS[(m.group(1) or m.group(2)).lower()] for m in _WEEKDAY.finditer(folded)}
+    environments = {env for word, env in _ENVIRONMENTS.items()
+                    if (re.search(rf"\b{word}\b", lower) if word.isascii() else word in folded)}
+    names: set[str] = set()
+    examples: set[str] = set()
+    example_from = min((m.start() for m in _EXAMPLE.finditer(folded)), default=len(folded))
+    for match in _IDENTIFIER.finditer(folded):
+        token = match.group(0).lower().rstrip(".:")
+        if not token or _NOT_IDENTIFIER.fullmatch(token):
+            continue
+        (examples if match.start() > example_from else names).add(token)
+    names.update(m.group(0).lower() for m in _FLAG.finditer(folded))
+    starts = {m.group(1) for m in _SENTENCE_START.finditer(folded)}
+    for match in re.finditer(r"[A-Za-z][A-Za-z0-9+#]*", folded):
+        word = match.group(0)
+        low = word.lower()
+        if low in _TOOLS:
+            names.add(_ALIASES.get(low, low))
+        elif (word[0].isupper() and word not in starts and len(word) > 1
+              and (low not in _FUNCTION_WORDS or word == "Go")) or \
+                (word.isupper() and len(word) >= 2):
+            names.add(_ALIASES.get(low, low.rstrip("s") if word.isupper() else low))
+    names -= set(_WEEKDAYS) | {w + "s" for w in _WEEKDAYS} | set(_ENVIRONMENTS) | set(_UNITS) | examples
+    if example_from < len(folded):  # numbers inside examples ("feat/GM-142") are examples too
+        numbers = {n for n in numbers if not any(n.rstrip("abcdefghijklmnopqrstuvwxyz%") in e for e in examples)}
+    return Details(frozenset(numbers), frozenset(names), frozenset(weekdays), frozenset(environments),
+                   frozenset(examples))
+
+
+def _content(text: str) -> list[str]:
+    """The content words of a statement in order: stemmed English words, single CJK characters."""
+    out = []
+    for match in _WORD.finditer(_fold(text)):
+        word = match.group(0)
+        if re.fullmatch(f"[{_CJK}]", word):
+            if word not in _CJK_FUNCTION:
+                out.append(word)
+        elif word.lower() not in _FUNCTION_WORDS:
+            out.append(_stem(word))
+    return out
+
+
+def swapped(a: str, b: str) -> tuple[str, str] | None:
+    """The words swapped between two otherwise matching statements, or None.
+
+    Only for statements that share most of their content words in order (a sentence written
+    twice with one noun changed): "用户手机号必须加密存储" and "用户身份证号必须加密存储" swap
+    手机 for 身份证. Paraphrases, which reword the whole sentence, do not qualify.
+    """
+    wa, wb = _content(a), _content(b)
+    if not wa or not wb:
+        return None
+    matcher = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
+    changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(changes) != 1 or changes[0][0] != "replace" or matcher.ratio() < 0.6:
+        return None
+    _, i1, i2, j1, j2 = changes[0]
+    left, right = wa[i1:i2], wb[j1:j2]
+    if max(len(left), len(right)) > 4 or set(left) & set(right):
+        return None
+    sep = "" if all(len(w) == 1 for w in left + right) else " "
+    return sep.join(left), sep.join(right)
+
+
+def conflict(a: str, b: str) -> str | None:
+    """Why ``a`` and ``b`` are different rules (``"number 18pt / 28pt"``), or None if nothing says so."""
+    da, db = details(a), details(b)
+    for kind, left in da.kinds().items():
+        right = db.kinds()[kind]
+        match = {"number": _same_number, "name": _same_name}.get(kind, str.__eq__)
+        if left and right and not any(match(x, y) for x in left for y in right):
+            return f"{kind} {', '.join(sorted(left))} / {', '.join(sorted(right))}"
+    pair = swapped(a, b)
+    if pair is not None:
+        return f"wording {pair[0]} / {pair[1]}"
+    return None
+
+
+def _same_number(a: str, b: str) -> bool:
+    """``120chars`` and ``120`` are one number: a unit said on one side only is no difference."""
+    value_a, unit_a = re.fullmatch(r"([\d.,]+)(.*)", a).groups()  # type: ignore[union-attr]
+    value_b, unit_b = re.fullmatch(r"([\d.,]+)(.*)", b).groups()  # type: ignore[union-attr]
+    return value_a == value_b and (unit_a == unit_b or not unit_a or not unit_b)
+
+
+def _same_name(a: str, b: str) -> bool:
+    """One name, or a word and a path that holds it as a part (``v1`` and ``api/v1/orders``)."""
+    if a == b:
+        return True
+    if ("/" in a) == ("/" in b):
+        return False
+    path, word = (a, b) if "/" in a else (b, a)
+    return word in re.split(r"[/:]", path)
+
+
+def differ(a: str, b: str) -> bool:
+    """Whether each statement names a detail the other does not (``{ruff}`` / ``{100chars}``).
+
+    Not a conflict (nothing contradicts), but a sign of two rules about one thing ("Lint Python
+    with ruff" / "Python lines stay under 100 characters"): such a pair must be closer than
+    others to count as one rule.
+    """
+    da, db = details(a), details(b)
+
+    def lacks(mine: Details, theirs: Details) -> bool:
+        for kind, values in mine.kinds().items():
+            other = theirs.kinds()[kind]
+            match = {"number": _same_number, "name": _same_name}.get(kind, str.__eq__)
+            if any(not any(match(x, y) for y in other) for x in values):
+                return True
+        return False
+
+    return lacks(da, db) and lacks(db, da)
+
+
+def missing(base: str, other: str) -> frozenset[str]:
+    """The details of ``other`` that ``base`` does not mention."""
+    return details(other).all() - details(base).all()
+
+
+def language(text: str) -> str:
+    """``zh`` when CJK characters outnumber Latin letters' words, else ``en``."""
+    cjk = len(re.findall(f"[{_CJK}]", text))
+    latin = len(re.findall(r"[A-Za-z]+", text))
+    return "zh" if cjk > latin else "en"
