@@ -50,12 +50,18 @@ def candidates(limit: int) -> int:
     return max(MIN_CANDIDATES, limit * CANDIDATES_PER_HIT)
 
 
-def fused(*rankings: Sequence[str]) -> dict[str, float]:
-    """Reciprocal rank fusion of ranked lists of ids, scaled so first in every list is 1.0."""
+def fused(*rankings: Sequence[tuple[str, float]]) -> dict[str, float]:
+    """Reciprocal rank fusion of lists of ``(id, score)``, best first, scaled so first in every list is 1.0.
+
+    Equal scores share a place (the first of them), so equally relevant memories stay equal.
+    """
     best = len(rankings) / (FUSION_K + 1)
     out: dict[str, float] = {}
     for ranked in rankings:
-        for place, key in enumerate(ranked):
+        place, last = 0, None
+        for n, (key, value) in enumerate(ranked):
+            if value != last:
+                place, last = n, value
             out[key] = out.get(key, 0.0) + 1 / (FUSION_K + 1 + place)
     return {key: value / best for key, value in out.items()}
 

@@ -145,12 +145,15 @@ class Recall:
         want = ranking.candidates(limit)
         found = ns.index.candidates(q, limit=want)
         top = max((c.score for c in found), default=0.0) or 1.0
-        lexical = sorted(found, key=lambda c: (-(0.5 * c.score / top + 0.5 * len(q & c.tokens) / len(q)), c.id))
+        words = {c.id: round(0.5 * c.score / top + 0.5 * len(q & c.tokens) / len(q), 9) for c in found}
+        lexical = sorted(found, key=lambda c: (-words[c.id], c.id))
         near: builtins.list[Candidate] = []
+        cosines: dict[str, float] = {}
         if self.semantics is not None and self.semantics.enabled:
             cosines = dict(self.semantics.search(ns, query, ranking.SEMANTIC_CANDIDATES, self.settings.recall_floor))
             near = sorted(ns.index.by_hashes(cosines), key=lambda c: (-cosines[c.vhash], c.id))
-        relevance = ranking.fused([c.id for c in lexical], [c.id for c in near])
+        relevance = ranking.fused([(c.id, words[c.id]) for c in lexical],
+                                  [(c.id, round(cosines[c.vhash], 6)) for c in near])
         pool = {c.id: c for c in near} | {c.id: c for c in lexical}
         pending = ns.usage.pending(ids=list(pool))
         paths: dict[int, tuple[str, ...]] = {}

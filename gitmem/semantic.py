@@ -55,6 +55,10 @@ class Semantics:
         self._built = False
         self._lock = threading.Lock()
         self._spaces: dict[str, tuple[tuple[str, int], Space]] = {}
+        # Per namespace: the head at which every live memory had a vector (a recall then skips
+        # the check), and how many times this process added vectors (the space's cache key).
+        self._complete: dict[str, str] = {}
+        self._added: dict[str, int] = {}
         self._stores: dict[str, VectorStore] = {}
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
 
@@ -91,6 +95,13 @@ class Semantics:
             self._stores.clear()
             self._spaces.clear()
 
+    def forget(self, ns: Namespace) -> None:
+        """Drop what this process knows of a namespace's vectors (they are about to be rebuilt)."""
+        with self._lock:
+            self._complete.pop(ns.name, None)
+            self._spaces.pop(ns.name, None)
+            self._added[ns.name] = self._added.get(ns.name, 0) + 1
+
     # --- vectors -------------------------------------------------------------------------------
 
     def embed(self, texts: Sequence[str]) -> np.ndarray | None:
@@ -121,9 +132,14 @@ class Semantics:
         model = self.model()
         if store is None or model is None:
             return 0
+        head = ns.index.indexed_commit() or ""
+        if self._complete.get(ns.name) == head:
+            return 0
         hashes = ns.index.hashes(states=LIVE)
         missing = sorted(set(hashes) - store.known(hashes))
-        if budget is not None:
+        if budget is None or len(missing) <= budget:
+            self._complete[ns.name] = head  # set before embedding: a failure below clears it
+        else:
             missing = missing[:budget]
         done = 0
         for start in range(0, len(missing), 256):
@@ -131,7 +147,13 @@ class Semantics:
             texts = ns.index.texts(part)
             keys = [h for h in part if h in texts]
             if keys:
-                store.put(keys, model.embed([texts[h] for h in keys]))
+                try:
+                    store.put(keys, model.embed([texts[h] for h in keys]))
+                except BaseException:
+                    self._complete.pop(ns.name, None)
+                    raise
+                with self._lock:
+                    self._added[ns.name] = self._added.get(ns.name, 0) + 1
             done += len(keys)
             if progress is not None:
                 progress(done, len(missing))
@@ -142,7 +164,7 @@ class Semantics:
         store = self.store(ns)
         if store is None:
             return None
-        stamp = (ns.index.indexed_commit() or "", store.count())
+        stamp = (ns.index.indexed_commit() or "", self._added.get(ns.name, 0))
         with self._lock:
             cached = self._spaces.get(ns.name)
         if cached is not None and cached[0] == stamp:

@@ -140,6 +140,7 @@ class MemoryService:
             if store is None:
                 return {"namespace": namespace, "model": None, "embedded": 0, "vectors": 0}
             if rebuild:
+                self._semantics.forget(ns)
                 store.clear()
             embedded = self._semantics.fill(ns, progress=progress)
             return {"namespace": namespace, "model": store.model, "embedded": embedded, "vectors": store.count()}

@@ -43,7 +43,20 @@ def test_bench_consolidate_runs_on_fewer_than_5000_statements(data: Path, capsys
     assert figures["large"]["statements"] == 600 and figures["real"]["same_as_all_pairs"]
 
 
-@pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate"])
+def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "semantic.json"
+    script("bench_semantic").main(["--data", str(data), "--sizes", "120", "--queries", "10", "--embed", "40",
+                                   "--out", str(out)])
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    both = figures["quality"]["measures"]["both"]
+    assert both["cross_topic_together"] == 0 and both["same_topic_share"] > figures["quality"]["measures"]["words"][
+        "same_topic_share"]
+    row = figures["sizes"][0]
+    assert row["memories"] == 120 and row["recall_semantic_top1"] > 0.5
+    assert "| measure |" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:

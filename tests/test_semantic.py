@@ -70,7 +70,8 @@ def test_with_embeddings_off_recall_is_by_words_alone(tmp_path: Path) -> None:
     svc.init("default")
     svc.remember("default", "Store all timestamps in UTC.")
     assert svc.recall("default", "时间用什么时区存储？", record=False) == []
-    assert [h.memory.text for h in svc.recall("default", "timestamps", record=False)] == ["Store all timestamps in UTC."]
+    hits = svc.recall("default", "timestamps", record=False)
+    assert [h.memory.text for h in hits] == ["Store all timestamps in UTC."]
     assert not (svc.settings.state_dir / "default" / "vectors.sqlite").exists()
     svc.close()
 
@@ -229,7 +230,8 @@ def _plan_of_the_set(encoder: Offline, settings: Settings, semantic: bool) -> se
         neighbours = Neighbours([(keys[i], keys[j], c) for i, j, c in found], Space(keys, vectors))
     plan = make_plan("set", "head", at, rows, {}, settings, neighbours)
     by_id = {m.id: s for m, s in zip(memories, sids, strict=True)}
-    return {frozenset((by_id[a.id], by_id[b.id])) for c in plan.clusters for a, b in itertools.combinations(c.members, 2)}
+    return {frozenset((by_id[a.id], by_id[b.id]))
+            for c in plan.clusters for a, b in itertools.combinations(c.members, 2)}
 
 
 def test_the_labelled_set_same_topic_together_and_no_cross_topic(encoder: Offline) -> None:

@@ -147,7 +147,7 @@ GATE = [
     pytest.param(
         "所有前端依赖都用 pnpm 安装，不要用 npm",
         "所有前端依赖都用PNPM安装 不要用npm。",
-        "所有前端依赖都用 pnpm 安装，不要用 npm 或 yarn",
+        "所有前端依赖都用 pnpm 来安装，不要用 npm",
         "所有前端依赖都用 pnpm 安装，不要用 npm 和 yarn",
         id="chinese",
     ),
@@ -227,8 +227,12 @@ AT_0_6 = "Always run the smoke tests after you push"
     (UNDER_0_8, 0.7857, "added"),
     (AT_0_6, 0.6, "added"),
 ])
-def test_the_write_gate_merges_from_0_8_similar_up(svc: MemoryService, text: str, score: float,
+def test_the_write_gate_merges_from_0_8_similar_up(settings: Settings, text: str, score: float,
                                                    outcome: str) -> None:
+    # Words alone: with sentence vectors "before pushing" says the same as "before you push" and
+    # merges (tests/test_semantic.py).
+    svc = MemoryService(settings.with_(embeddings="none"))
+    svc.init("default")
     assert similarity(STORED, text) == pytest.approx(score, abs=1e-4)
     assert svc.settings.high_similarity == 0.8
     original = svc.remember("default", STORED).memory
@@ -243,7 +247,8 @@ def test_the_write_gate_merges_from_0_8_similar_up(svc: MemoryService, text: str
 def test_the_write_gate_threshold_is_inclusive(settings: Settings, source: str) -> None:
     exact = similarity(STORED, UNDER_0_8)
     for threshold, outcome in ((exact, "merged"), (math.nextafter(exact, 1.0), "added")):
-        svc = MemoryService(settings.with_(home=settings.home / f"{threshold}", high_similarity=threshold))
+        svc = MemoryService(settings.with_(home=settings.home / f"{threshold}", high_similarity=threshold,
+                                           embeddings="none"))
         svc.init("default")
         svc.remember("default", STORED)
         assert svc.remember("default", UNDER_0_8, source=source).outcome == outcome, threshold
@@ -641,7 +646,10 @@ def test_a_fresher_memory_outranks_a_stronger_older_one(svc: MemoryService) -> N
 
 
 @pytest.mark.parametrize("query", ["", "release train"])
-def test_a_pending_memory_scores_half_an_equally_relevant_active_one(svc: MemoryService, query: str) -> None:
+def test_a_pending_memory_scores_half_an_equally_relevant_active_one(settings: Settings, query: str) -> None:
+    # Words alone make the two equally relevant; their sentence vectors differ a little.
+    svc = MemoryService(settings.with_(embeddings="none"))
+    svc.init("default")
     active = aged(0, text="Active note about the release train.")
     pending = aged(0, text="Pending note about the release train.", state="pending")
     for memory in (active, pending):

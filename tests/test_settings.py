@@ -25,7 +25,7 @@ def test_a_threshold_outside_0_to_1_is_refused_by_name(name: str, value: str) ->
 @pytest.mark.parametrize("value", ["0", "1", "0.5"])
 def test_thresholds_from_0_to_1_are_taken(value: str) -> None:
     settings = Settings.from_env({f"GITMEM_{name.upper()}": value for name in THRESHOLDS})
-    assert [getattr(settings, name) for name in THRESHOLDS] == [float(value)] * 3
+    assert [getattr(settings, name) for name in THRESHOLDS] == [float(value)] * len(THRESHOLDS)
 
 
 def test_a_threshold_in_the_config_file_is_checked_too(tmp_path: Path) -> None:
@@ -81,6 +81,16 @@ VARIABLES: dict[str, tuple[str, str, Any]] = {
     "llm_api_key": ("GITMEM_LLM_API_KEY", "sk-test", "sk-test"),
     "llm_timeout": ("GITMEM_LLM_TIMEOUT", "7.5", 7.5),
     "llm_retries": ("GITMEM_LLM_RETRIES", "0", 0),
+    "embeddings": ("GITMEM_EMBEDDINGS", "none", "none"),
+    "embed_base_url": ("GITMEM_EMBED_BASE_URL", "http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1"),
+    "embed_model": ("GITMEM_EMBED_MODEL", "nomic-embed-text", "nomic-embed-text"),
+    "embed_api_key": ("GITMEM_EMBED_API_KEY", "sk-embed", "sk-embed"),
+    "embed_timeout": ("GITMEM_EMBED_TIMEOUT", "5", 5.0),
+    "embed_retries": ("GITMEM_EMBED_RETRIES", "1", 1),
+    "semantic_threshold": ("GITMEM_SEMANTIC_THRESHOLD", "0.5", 0.5),
+    "semantic_neighbours": ("GITMEM_SEMANTIC_NEIGHBOURS", "12", 12),
+    "semantic_duplicate": ("GITMEM_SEMANTIC_DUPLICATE", "0.9", 0.9),
+    "recall_floor": ("GITMEM_RECALL_FLOOR", "0.3", 0.3),
     "secret_key": ("GITMEM_SECRET_KEY", "session-secret", "session-secret"),
     "hmac_secret": ("GITMEM_HMAC_SECRET", "hook-secret", "hook-secret"),
     "max_request_bytes": ("GITMEM_MAX_REQUEST_BYTES", "1024", 1024),

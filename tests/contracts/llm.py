@@ -25,9 +25,9 @@ them, at least one not the user's; a pair is two memories that are not the user'
 
 Not in the contract, because no implementation can promise it: that a merged text never
 contradicts a user's statement. The port tells a model which statements are the user's and that
-they win a conflict (``templates/prompts/merge.j2``), but a model may still get it wrong, and the
-offline rules keep the user's statement verbatim and append sentences of the others that add
-words, whatever those say. That guarantee is consolidation's: the user's memories are never
+they win a conflict (``templates/prompts/merge.j2``), but a model may still get it wrong; the
+offline rules keep the user's statement verbatim and, when another member names a detail it
+lacks, link the members rather than rewrite it. That guarantee is consolidation's: the user's memories are never
 rewritten or removed (``Cluster.anchors``), and pairs never include them.
 """
 
