@@ -205,7 +205,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(
             f"| {row['memories']:,} | {row['plan_words_s']} | {row['plan_semantic_first_s']} | "
             f"{row['plan_semantic_warm_s']} | {row['plan_semantic_warm_after_20_writes_s']} | "
-            f"{row['plan_semantic_warm_vs_words']}x | {row['recall_semantic_p50_ms']} / {row['recall_semantic_p95_ms']} | "
+            f"{row['plan_semantic_warm_vs_words']}x | "
+            f"{row['recall_semantic_p50_ms']} / {row['recall_semantic_p95_ms']} | "
             f"{row['recall_words_p50_ms']} / {row['recall_words_p95_ms']} | "
             f"{row['recall_semantic_top1']:.1%} / {row['recall_words_top1']:.1%} |")
     return "\n".join(lines)
