@@ -21,6 +21,7 @@ import difflib
 import functools
 import re
 import unicodedata
+from collections import Counter
 from dataclasses import dataclass
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -68,6 +69,9 @@ _ENVIRONMENTS = {
     "local": "local", "本地": "local", "qa": "qa", "sandbox": "sandbox", "测试环境": "test",
 }
 # Tools and products written in lower case, which capitalisation does not reveal.
+_ENVIRONMENT_WORD = re.compile(r"\b(?:" + "|".join(w for w in _ENVIRONMENTS if w.isascii()) + r")\b")
+_ONE_CJK = re.compile(f"[{_CJK}]")
+_NUMBER_AND_UNIT = re.compile(r"([\d.,]+)(.*)")
 _TOOLS = frozenset("""
     npm pnpm yarn bun pip uv poetry conda pipenv ruff black isort flake8 pylint mypy pyright pytest
     unittest tox nox eslint prettier tsc jest vitest mocha cypress playwright webpack vite rollup esbuild
@@ -164,8 +168,8 @@ def details(text: str) -> Details:
                 continue
         numbers.add(value + _UNITS.get(unit_word, unit_word))
     weekdays = {_WEEKDAYS[(m.group(1) or m.group(2)).lower()] for m in _WEEKDAY.finditer(folded)}
-    environments = {env for word, env in _ENVIRONMENTS.items()
-                    if (re.search(rf"\b{word}\b", lower) if word.isascii() else word in folded)}
+    environments = {_ENVIRONMENTS[m.group(0)] for m in _ENVIRONMENT_WORD.finditer(lower)}
+    environments |= {env for word, env in _ENVIRONMENTS.items() if not word.isascii() and word in folded}
     names: set[str] = set()
     examples: set[str] = set()
     example_from = min((m.start() for m in _EXAMPLE.finditer(folded)), default=len(folded))
@@ -192,17 +196,18 @@ def details(text: str) -> Details:
                    frozenset(examples))
 
 
-def _content(text: str) -> list[str]:
+@functools.lru_cache(maxsize=65536)
+def _content(text: str) -> tuple[str, ...]:
     """The content words of a statement in order: stemmed English words, single CJK characters."""
     out = []
     for match in _WORD.finditer(_fold(text)):
         word = match.group(0)
-        if re.fullmatch(f"[{_CJK}]", word):
+        if _ONE_CJK.fullmatch(word):
             if word not in _CJK_FUNCTION:
                 out.append(word)
         elif word.lower() not in _FUNCTION_WORDS:
             out.append(_stem(word))
-    return out
+    return tuple(out)
 
 
 def swapped(a: str, b: str) -> tuple[str, str] | None:
@@ -214,6 +219,10 @@ def swapped(a: str, b: str) -> tuple[str, str] | None:
     """
     wa, wb = _content(a), _content(b)
     if not wa or not wb:
+        return None
+    # The ratio below is at most what the shared words allow: most pairs stop here, cheaply.
+    shared = sum((Counter(wa) & Counter(wb)).values())
+    if 2 * shared / (len(wa) + len(wb)) < 0.6:
         return None
     matcher = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
@@ -243,8 +252,8 @@ def conflict(a: str, b: str) -> str | None:
 
 def _same_number(a: str, b: str) -> bool:
     """``120chars`` and ``120`` are one number: a unit said on one side only is no difference."""
-    value_a, unit_a = re.fullmatch(r"([\d.,]+)(.*)", a).groups()  # type: ignore[union-attr]
-    value_b, unit_b = re.fullmatch(r"([\d.,]+)(.*)", b).groups()  # type: ignore[union-attr]
+    value_a, unit_a = _NUMBER_AND_UNIT.fullmatch(a).groups()  # type: ignore[union-attr]
+    value_b, unit_b = _NUMBER_AND_UNIT.fullmatch(b).groups()  # type: ignore[union-attr]
     return value_a == value_b and (unit_a == unit_b or not unit_a or not unit_b)
 
 
