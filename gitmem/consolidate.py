@@ -31,7 +31,7 @@ from . import concepts, details, notify, ranking
 from .clustering import find_clusters
 from .concepts import Memory, now
 from .errors import Conflict, ReviewStillOpen, Unavailable
-from .llm import LLM, Judgement, MergeDecision, PairDecision
+from .llm import LLM, Judgement, MergeDecision, Offline, PairDecision
 from .memories import Memories
 from .repo import AlreadyRunning, Change, Commit, Leases, Namespace, Namespaces, Row, RunState, text_hash
 from .reviews import Review, Reviews
@@ -152,12 +152,12 @@ def combined(settings: Settings, cosine: float) -> float:
 
 
 def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses: ranking.Uses,
-              settings: Settings, neighbours: Neighbours | None = None) -> Plan:
+              settings: Settings, neighbours: Neighbours | None = None, *, strict: bool = True) -> Plan:
     """What a run should look at, from the active and pending memories at ``head``; no I/O.
 
     Candidate pairs are the word-similar pairs and, with ``neighbours``, the semantic ones;
-    clusters are complete-linkage on either measure, and never join two statements whose
-    details conflict (:func:`gitmem.details.conflict`).
+    clusters are complete-linkage on either measure and, when ``strict``, never join two
+    statements whose details conflict (:func:`gitmem.details.conflict`).
     """
     potencies = {r.memory.id: ranking.effective_potency(r.memory, at, uses) for r in rows}
     active = [r for r in rows if r.memory.state == "active"]
@@ -220,7 +220,7 @@ def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses
                 extra += [(combined(settings, value), min(i, j), max(i, j)) for j in where.get(b, ())]
     clusters: list[Cluster] = []
     in_cluster: set[str] = set()
-    found = find_clusters(sets, settings.cluster_threshold, extra=extra, apart=apart,
+    found = find_clusters(sets, settings.cluster_threshold, extra=extra, apart=apart if strict else None,
                           related=related if neighbours is not None else None)
     for indexes in found:
         members = tuple(sorted((candidates[i].memory for i in indexes), key=lambda m: (m.created, m.id)))
@@ -590,8 +590,15 @@ class Consolidation:
         leases = self.leases() if shared and self.leases is not None else None
         return RunState(self.settings.state_dir, self.namespaces.open(namespace).name, leases)
 
-    def plan(self, namespace: str) -> Plan:
-        """Decide what a run would look at, reading main and the usage log; writes nothing."""
+    def plan(self, namespace: str, *, strict: bool | None = None) -> Plan:
+        """Decide what a run would look at, reading main and the usage log; writes nothing.
+
+        ``strict`` (default: when the offline rules decide) keeps statements whose details
+        conflict out of one cluster; a model is shown them, since it can settle a conflict
+        ("16pt now, not 18pt") that rules cannot.
+        """
+        if strict is None:
+            strict = self.llm().name == Offline.name
         ns = self.namespaces.open(namespace)
         at = now()
         with ns.lock:
@@ -606,7 +613,7 @@ class Consolidation:
                 live = sorted({text_hash(r.memory.text) for r in rows if r.memory.state == "active"})
                 neighbours = self.semantics.neighbours(ns, live, self.settings.semantic_threshold,
                                                        self.settings.semantic_neighbours)
-        return make_plan(namespace, str(head.id), at, rows, uses, self.settings, neighbours)
+        return make_plan(namespace, str(head.id), at, rows, uses, self.settings, neighbours, strict=strict)
 
     def run(self, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
             llm: LLM | None = None) -> RunResult:
@@ -621,7 +628,7 @@ class Consolidation:
         ns = self.namespaces.open(namespace)  # NamespaceNotFound before anything else
         model = llm or self.llm()
         if dry_run:
-            plan_ = self.plan(namespace)
+            plan_ = self.plan(namespace, strict=model.name == Offline.name)
             return RunResult(namespace, True, (), None, None, _dry_summary(plan_), plan_, model.name)
         state = self.state(namespace, shared=True)
         with state.lock() as fence:
@@ -633,7 +640,7 @@ class Consolidation:
                     waiting.number)
             self.reviews.prune_orphans(namespace, guard=fence.check)
             self.memories.fold_usage(namespace, actor=ACTOR, guard=fence.check)
-            plan_ = self.plan(namespace)
+            plan_ = self.plan(namespace, strict=model.name == Offline.name)
             head = ns.store.commit(plan_.head)
             decisions, failures = decide(plan_, model, max_chars=self.settings.merged_max_chars,
                                          pair_threshold=self.settings.pair_threshold, ns=ns, head=head,

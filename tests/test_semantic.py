@@ -31,7 +31,8 @@ from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from gitmem.vectorspace import Space, neighbour_pairs
 from tests.conftest import Run
-from tests.test_consolidate import plant
+from tests.fakes.openai_server import answer
+from tests.test_consolidate import llm_server, plant  # noqa: F401 (a fixture)
 
 DATA = json.loads((Path(__file__).parent / "data" / "semantic_pairs.json").read_text(encoding="utf-8"))
 STATEMENTS = {s["id"]: s for t in DATA["topics"] for s in t["statements"]}
@@ -310,3 +311,13 @@ def test_a_space_finds_what_brute_force_finds(encoder: Offline) -> None:
     query = encoder.embed(["数据库表结构变更应该怎么做？"])[0]
     exact = {str(i) for i in np.argsort(-(big @ query))[:10]}
     assert len({k for k, _ in space.search(query, 10)} & exact) >= 9
+
+
+def test_a_model_is_shown_the_conflicts_the_offline_rules_keep_apart(svc: MemoryService, llm_server: Any) -> None:
+    older = plant(svc, "PPT body text is 18pt.", days=2)
+    newer = plant(svc, "PPT body text is 16pt now.", days=1)
+    assert svc.consolidate("default", dry_run=True).plan.clusters == ()  # offline: two rules, both kept
+    fake, llm = llm_server(lambda r: answer(action="delete", memory=None, reason="16pt replaced 18pt"))
+    result = svc.consolidate("default", llm=llm)
+    assert fake.kinds() in (["pair"], ["merge"])
+    assert {older.id, newer.id} == set(result.decisions[0].memory_ids)

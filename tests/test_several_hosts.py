@@ -121,7 +121,8 @@ def test_two_hosts_share_one_home_and_a_killed_worker_loses_nothing(tmp_path: Pa
         assert [r.status_code for r in made] == [201] * WRITES, (
             [r.text for r in made if r.status_code != 201],
             *(p.read_text(errors="replace")[-6000:] for p in logs if p.name.startswith("serve")))
-        assert svc.plan("default").clusters, "the statements should give consolidation something to merge"
+        # As the workers plan it: a model decides, so clusters are not held apart by their details.
+        assert svc.plan("default", strict=False).clusters, "the statements should give consolidation something to merge"
         store = namespace_of(svc).store
         main = store.head_id(MAIN)
 
