@@ -46,8 +46,8 @@ INSTRUCTIONS = """\
 gitmem is the team's shared long-term memory: conventions, decisions, preferences and lessons that \
 people and agents recorded, kept as Markdown in Git.
 
-- At the start of every task, call `context` with the files you are about to read or change (and, \
-in `query`, what you are about to do). Read what it returns before you plan.
+- At the start of every task, call `context` with the files you are about to read or change. Read \
+what it returns before you plan.
 - Call `recall` when you need to know how the team does something: a tool, a convention, a past \
 decision, a mistake not to repeat.
 - Call `remember` when you learn something durable that the next person or agent should know: one \
@@ -173,8 +173,8 @@ def build_server(service: MemoryService, access: Access) -> GitmemMCP:
         return ns, access.require(ns, role)
 
     def context(files: Annotated[list[str], _FILES],
-                query: Annotated[str, Field(description="What you are about to do, in a few words "
-                                                        "(optional): ranks memories about it higher.")] = "",
+                query: Annotated[str, Field(description="Words to narrow it to (optional): only memories "
+                                                        "matching them are included. Usually leave it out.")] = "",
                 limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="How many memories at most.")] = 20,
                 namespace: Namespace = None) -> dict[str, Any]:
         """Call this first, at the start of every task: the team's memories for the files you will touch.
