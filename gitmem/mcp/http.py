@@ -24,7 +24,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
@@ -141,31 +141,41 @@ async def _error(send: Send, status: int, kind: str, message: str, headers: Iter
     await send({"type": "http.response.body", "body": body})
 
 
-class _HostGuard:
-    """Refuse a ``Host`` or ``Origin`` outside the allow-list, saying which setting admits it."""
+class _Guard:
+    """What the REST API refuses before it reads a request, refused alike and saying what to change.
 
-    def __init__(self, app: ASGIApp, hosts: list[str] | None) -> None:
+    A ``Host`` or ``Origin`` outside the allow-list (the SDK's guard against DNS rebinding, which
+    stays on behind this one) and a declared body over ``GITMEM_MAX_REQUEST_BYTES``.
+    """
+
+    def __init__(self, app: ASGIApp, hosts: list[str] | None, max_bytes: int) -> None:
         self.app = app
         self.hosts = hosts
         self.origins = None if hosts is None else allowed_origins(hosts)
+        self.max_bytes = max_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.hosts is None or self.origins is None:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
         host = headers.get("host", "")
-        if not _matches(host, self.hosts):
+        if self.hosts is not None and not _matches(host, self.hosts):
             name = host.rsplit(":", 1)[0] if host and not host.endswith("]") else host
             await _error(send, 421, "MisdirectedRequest",
                          f"this server answers MCP only to Host names it knows, and {host!r} is not one (a guard "
                          f"against DNS rebinding); add it on the server: GITMEM_MCP_ALLOWED_HOSTS={name or 'NAME'}")
             return
         origin = headers.get("origin")
-        if origin and not _matches(origin, self.origins):
+        if origin and self.origins is not None and not _matches(origin, self.origins):
             await _error(send, 403, "Forbidden",
                          f"MCP requests from web pages at {origin!r} are refused; if that site is yours, add its "
                          "host to GITMEM_MCP_ALLOWED_HOSTS on the server")
+            return
+        length = headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.max_bytes:
+            await _error(send, 413, "RequestEntityTooLarge",
+                         f"the request body is larger than the {self.max_bytes}-byte limit")
             return
         await self.app(scope, receive, send)
 
@@ -203,7 +213,28 @@ def asgi_app(service: MemoryService) -> tuple[ASGIApp, StreamableHTTPSessionMana
                                           transport_security=security)
     app: ASGIApp = AuthenticationMiddleware(AuthContextMiddleware(_RequireKey(endpoint)),
                                             backend=BearerAuthBackend(KeyVerifier(service.keys)))
-    return _HostGuard(app, hosts), server.session_manager
+    return _Guard(app, hosts, settings.max_request_bytes), server.session_manager
+
+
+class _Drained:
+    """a2wsgi's response, run to its end even when the server stops reading it (a client gone).
+
+    a2wsgi lets the request's ASGI task finish only as the WSGI server asks for more of the
+    response; a server that closes it early would leave the task (and the SDK's per-request
+    transport) waiting for ever. The response is one JSON body, so the rest is at most a few
+    empty chunks.
+    """
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks = iter(chunks)
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self.chunks
+
+    def close(self) -> None:
+        """Read what is left (the ASGI task then ends), discarding it."""
+        for _ in self.chunks:
+            pass
 
 
 class WsgiBridge:
@@ -226,7 +257,7 @@ class WsgiBridge:
                 self._start()
             wsgi = self._wsgi
         assert wsgi is not None
-        return wsgi(environ, start_response)  # type: ignore[arg-type]
+        return _Drained(wsgi(environ, start_response))  # type: ignore[arg-type]
 
     def _start(self) -> None:
         app, manager = asgi_app(self.service)
@@ -240,6 +271,11 @@ class WsgiBridge:
             async with manager.run():
                 ready.set()
                 await self._stop.wait()
+            # Whatever a request left running (none should) ends with the loop, not after it.
+            left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in left:
+                task.cancel()
+            await asyncio.gather(*left, return_exceptions=True)
 
         running = asyncio.run_coroutine_threadsafe(lifespan(), loop)
         if not ready.wait(START_SECONDS):

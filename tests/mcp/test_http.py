@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
+from werkzeug.test import EnvironBuilder
 
-from gitmem.mcp.http import allowed_hosts
+from gitmem.mcp.http import WsgiBridge, allowed_hosts
 from gitmem.repo import KeyStore
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
@@ -131,11 +135,14 @@ def test_a_reader_key_reads_but_may_not_write_and_is_told_why_as_over_rest(serve
 
 def test_a_key_is_held_to_its_namespace(served: Served) -> None:
     async def outsider(client: Client) -> dict[str, Any]:
+        with pytest.raises(MCPError) as refused:
+            await client.read_resource("gitmem://default/MEMORY.md")
         return {
             "own": data(await client.call_tool("remember", {"text": "The other team deploys with Helm"})),
             "recall": data(await client.call_tool("recall", {"query": "helm"})),
             "default": error(await client.call_tool("recall", {"query": "helm", "namespace": "default"})),
             "resources": [r.uri for r in (await client.list_resources()).resources],
+            "read": refused.value.error.message,
         }
 
     got = run(served, "outsider", outsider)
@@ -144,6 +151,8 @@ def test_a_key_is_held_to_its_namespace(served: Served) -> None:
     assert got["default"] == ("Error executing tool recall: outsider (writer) may not do this in namespace "
                               "'default': it needs a reader key for that namespace")
     assert got["resources"] == ["gitmem://other/MEMORY.md"]
+    assert got["read"] == ("outsider (writer) may not do this in namespace 'default': it needs a reader key for "
+                           "that namespace")
 
     async def everywhere(client: Client) -> tuple[Any, ...]:
         listed = [r.uri for r in (await client.list_resources()).resources]
@@ -211,6 +220,9 @@ def test_hosts_and_pages_outside_the_allow_list_are_refused(served: Served) -> N
     page = post(Origin="http://rebound.example")
     assert page.status_code == 403 and "web pages at 'http://rebound.example' are refused" in page.text
     assert post(Origin=f"http://localhost:{port}").status_code == 200
+    big = httpx.post(served.mcp, content=b" " * (256 * 1024 + 1), headers=auth, timeout=30)  # the default limit
+    assert big.status_code == 413 and big.json()["error"]["message"] == (
+        "the request body is larger than the 262144-byte limit")
     # The rest of the app answers any Host, as before.
     assert httpx.get(f"{served.url}/api/v1/openapi.json", headers={"Host": "rebound.example"}).status_code == 200
 
@@ -262,3 +274,36 @@ def test_the_endpoint_answers_at_mcp_beside_the_rest_of_the_app(served: Served, 
                        headers=RPC_HEADERS | {"Authorization": f"Bearer {served.keys['reader']}"}, timeout=30)
     assert reply.status_code == 200 and reply.json()["result"]["tools"]
     assert httpx.get(f"{served.url}/healthz", timeout=30).json()["repository"]["ok"] is True
+
+
+def test_a_response_the_server_stops_reading_leaves_nothing_running(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path / "home")
+    service = MemoryService(settings)
+    service.init("default")
+    key = KeyStore(settings.home).create("default", "reader", name="reader")[0]
+    bridge = WsgiBridge(service)
+
+    def request() -> tuple[list[str], Iterable[bytes]]:
+        environ = EnvironBuilder(path="/mcp", method="POST", data=json.dumps(LIST_TOOLS),
+                                 headers=RPC_HEADERS | {"Authorization": f"Bearer {key}", "Host": "localhost"})
+        statuses: list[str] = []
+        return statuses, bridge(environ.get_environ(), lambda status, headers, exc=None: statuses.append(status))
+
+    async def running() -> int:
+        return len([t for t in asyncio.all_tasks() if t is not asyncio.current_task()])
+
+    try:
+        statuses, chunks = request()
+        assert b"".join(chunks) and statuses == ["200 OK"]
+        assert bridge._loop is not None
+        before = asyncio.run_coroutine_threadsafe(running(), bridge._loop).result(30)
+        for _ in range(5):  # as a WSGI server does when its client goes away mid-response
+            statuses, chunks = request()
+            first = next(iter(chunks))
+            chunks.close()  # type: ignore[attr-defined]
+            assert statuses == ["200 OK"] and json.loads(first)["result"]["tools"]
+        assert asyncio.run_coroutine_threadsafe(running(), bridge._loop).result(30) == before
+    finally:
+        bridge.close()
+        service.close()
+    assert bridge._loop is None
