@@ -142,10 +142,11 @@ async def _error(send: Send, status: int, kind: str, message: str, headers: Iter
 
 
 class _Guard:
-    """What the REST API refuses before it reads a request, refused alike and saying what to change.
+    """What ``/mcp`` refuses before it reads a request, saying what to change.
 
     A ``Host`` or ``Origin`` outside the allow-list (the SDK's guard against DNS rebinding, which
-    stays on behind this one) and a declared body over ``GITMEM_MAX_REQUEST_BYTES``.
+    stays on behind this one), any method but POST, and a declared body over
+    ``GITMEM_MAX_REQUEST_BYTES``.
     """
 
     def __init__(self, app: ASGIApp, hosts: list[str] | None, max_bytes: int) -> None:
@@ -171,6 +172,13 @@ class _Guard:
             await _error(send, 403, "Forbidden",
                          f"MCP requests from web pages at {origin!r} are refused; if that site is yours, add its "
                          "host to GITMEM_MCP_ALLOWED_HOSTS on the server")
+            return
+        if scope["method"] != "POST":
+            # No SSE stream to open (GET) and no session to end (DELETE): the server is stateless, and
+            # under WSGI a stream would hold one of gunicorn's threads for as long as it stayed open.
+            await _error(send, 405, "MethodNotAllowed",
+                         f"{scope['method']} /mcp is not served: this MCP endpoint is stateless and takes "
+                         "JSON-RPC messages by POST only", [("allow", "POST")])
             return
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > self.max_bytes:

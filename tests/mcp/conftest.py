@@ -72,13 +72,14 @@ class Served:
         return f"{self.url}/mcp"
 
     @asynccontextmanager
-    async def client(self, key: str | None = None, headers: dict[str, str] | None = None) -> AsyncIterator[Client]:
-        """The SDK's client over streamable HTTP with ``key`` (a role name or a key) as the bearer token."""
-        sent = dict(headers or {})
-        if key is not None:
-            sent["Authorization"] = f"Bearer {self.keys.get(key, key)}"
+    async def client(self, key: str | None = None, mode: str = "auto") -> AsyncIterator[Client]:
+        """The SDK's client over streamable HTTP with ``key`` (a role name or a key) as the bearer token.
+
+        ``mode="legacy"``: the initialize handshake of the 2025 protocol, as most agents speak it today.
+        """
+        sent = {} if key is None else {"Authorization": f"Bearer {self.keys.get(key, key)}"}
         async with httpx2.AsyncClient(headers=sent, timeout=60) as http:
-            async with Client(streamable_http_client(self.mcp, http_client=http)) as client:
+            async with Client(streamable_http_client(self.mcp, http_client=http), mode=mode) as client:
                 yield client
 
 

@@ -94,6 +94,19 @@ def test_every_tool_with_a_writer_key(served: Served) -> None:
     fsck(served)
 
 
+def test_a_client_of_the_2025_protocol_connects_and_calls(served: Served) -> None:
+    async def go() -> tuple[Any, ...]:
+        async with served.client("reader", mode="legacy") as client:  # initialize, then a GET for a stream
+            version, info = client.protocol_version, client.server_info
+            tools = (await client.list_tools()).tools
+            hits = data(await client.call_tool("recall", {"query": "anything at all"}))
+            return version, info, tools, hits
+
+    version, info, tools, hits = anyio.run(go)
+    assert version.startswith("2025-") and info is not None and info.name == "gitmem"
+    assert len(tools) == 8 and hits["namespace"] == "default"
+
+
 def test_a_reviewer_key_amends_directly(served: Served) -> None:
     async def steps(client: Client) -> dict[str, Any]:
         made = data(await client.call_tool("remember", {"text": "The API returns ISO 8601 times in UTC"}))
@@ -266,6 +279,15 @@ def test_bad_arguments_and_injection_like_text_over_http(served: Served) -> None
     assert hit["memory"]["text"] == INJECTION
     assert head(served) == after  # reading it changed nothing
     fsck(served)
+
+
+def test_only_post_is_served_so_no_stream_holds_a_thread(served: Served) -> None:
+    auth = {"Authorization": f"Bearer {served.keys['reader']}", "Accept": "text/event-stream"}
+    for method in ("GET", "DELETE", "PUT"):
+        reply = httpx.request(method, served.mcp, headers=auth, timeout=10)
+        assert reply.status_code == 405 and reply.headers["Allow"] == "POST", method
+        assert reply.json()["error"]["message"] == (
+            f"{method} /mcp is not served: this MCP endpoint is stateless and takes JSON-RPC messages by POST only")
 
 
 @pytest.mark.parametrize("path", ["/mcp/", "/mcp"])
