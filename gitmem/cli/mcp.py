@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import sys
 
 import click
 
@@ -28,5 +29,16 @@ def mcp_command(actor: str | None, namespace: str | None) -> None:
     from ..mcp import LocalAccess, build_server  # the SDK loads only for this command
 
     name = ns_name(namespace)
-    who = actor if actor is not None else getpass.getuser()
-    build_server(service(), LocalAccess(who, name)).run("stdio")
+    server = build_server(service(), LocalAccess(actor if actor is not None else _login(), name))
+    if sys.stdin.isatty():
+        click.echo("gitmem mcp speaks MCP on standard input and output: an agent starts it (see the README's "
+                   "\"MCP\"). Ctrl-D stops it.", err=True)
+    server.run("stdio")
+
+
+def _login() -> str:
+    """The login name, or ``agent`` where the system knows none (a container without a user entry)."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "agent"

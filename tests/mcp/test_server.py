@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -306,3 +308,11 @@ def test_tool_results_are_json_with_one_text_block(mcp: Run) -> None:
 
     result = mcp(steps)
     assert json.loads(result.content[0].text) == {"namespace": "default", "items": []}
+
+
+def test_the_sdk_loads_only_where_it_is_used() -> None:
+    # The CLI's other commands and the web app's other routes do not pay for importing the SDK.
+    code = ("import sys; from gitmem.cli import main; from gitmem.web import create_app; "
+            "assert 'mcp' not in sys.modules and 'a2wsgi' not in sys.modules, sorted(sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
