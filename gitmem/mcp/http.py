@@ -8,7 +8,8 @@ hands it requests with ``a2wsgi``. That loop also holds the SDK's lifespan
 (``session_manager.run()``) for as long as the process lives.
 
 The server is stateless (every POST carries its own calls, answered as JSON): any of gunicorn's
-workers, on any host, can answer any request, with no session to lose between them.
+workers, on any host, can answer any request, with no session to lose between them. Other methods
+get 405: there is no SSE stream to open, and an open one would hold a gunicorn thread.
 
 In front of the SDK, as the REST API does: an API key as a bearer token (the SDK's
 ``TokenVerifier``, :class:`KeyVerifier`), a 401 with ``WWW-Authenticate`` without one, and each
