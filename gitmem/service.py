@@ -38,6 +38,7 @@ from .repo import (
     Namespaces,
     ObjectCounts,
     ReplayGuard,
+    refusal,
     role_rank,
 )
 from .repo import check_namespace as check_namespace
@@ -51,7 +52,7 @@ __all__ = [
     "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey", "BackedUp",
     "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Hit", "KeyStore", "Maintained", "MemoryService",
     "ObjectCounts", "Plan", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult",
-    "build_service", "check_id", "check_namespace", "role_rank",
+    "build_service", "check_id", "check_namespace", "refusal", "role_rank",
 ]
 log = logging.getLogger(__name__)
 

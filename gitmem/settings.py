@@ -121,6 +121,9 @@ class Settings:
     max_request_bytes: int = 256 * 1024
     maintainers: tuple[str, ...] = ()
     direct_amend_roles: tuple[str, ...] = ("admin", "reviewer")
+    #: Host headers /mcp answers besides localhost's (``name`` or ``name:port``, ``name:*`` for any
+    #: port; ``*`` for any host): the MCP SDK's guard against DNS rebinding.
+    mcp_allowed_hosts: tuple[str, ...] = ()
 
     # Slack.
     slack_bot_token: str | None = None

@@ -56,7 +56,8 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
     assert "| measure |" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic"])
+@pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
+                                  "bench_mcp"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -71,3 +72,15 @@ def test_bench_api_writes_statements_of_the_data_set(data: Path) -> None:
     made = bench.statements(texts, 250, "api")
     assert len(set(made)) == 250
     assert made[0] == f"{texts[0]} [api 0]" and made[200] == f"{texts[0]} [api 200]"
+
+
+def test_bench_mcp_recalls_the_same_memories_both_ways(data: Path, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "mcp.json"
+    script("bench_mcp").main(["--data", str(data), "--memories", "60", "--queries", "12", "--warmup", "2",
+                              "--cold", "2", "--workers", "1", "--json", str(out)])
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    assert (figures["memories"], figures["queries"]) == (60, 12)
+    assert figures["same_results"] is True
+    assert figures["rest"]["calls"] == figures["mcp"]["calls"] == 12 and figures["mcp_fresh_client"]["calls"] == 2
+    assert "| MCP `recall`, one client kept open |" in capsys.readouterr().out

@@ -313,7 +313,8 @@ def test_a_space_finds_what_brute_force_finds(encoder: Offline) -> None:
     assert len({k for k, _ in space.search(query, 10)} & exact) >= 9
 
 
-def test_a_model_is_shown_the_conflicts_the_offline_rules_keep_apart(svc: MemoryService, llm_server: Any) -> None:
+def test_a_model_is_shown_the_conflicts_the_offline_rules_keep_apart(
+        svc: MemoryService, llm_server: Any) -> None:  # noqa: F811 (the fixture imported above)
     older = plant(svc, "PPT body text is 18pt.", days=2)
     newer = plant(svc, "PPT body text is 16pt now.", days=1)
     assert svc.consolidate("default", dry_run=True).plan.clusters == ()  # offline: two rules, both kept

@@ -96,6 +96,8 @@ VARIABLES: dict[str, tuple[str, str, Any]] = {
     "max_request_bytes": ("GITMEM_MAX_REQUEST_BYTES", "1024", 1024),
     "maintainers": ("GITMEM_MAINTAINERS", " alice, bob ,,carol ", ("alice", "bob", "carol")),
     "direct_amend_roles": ("GITMEM_DIRECT_AMEND_ROLES", "admin", ("admin",)),
+    "mcp_allowed_hosts": ("GITMEM_MCP_ALLOWED_HOSTS", "memory.example.com, 10.0.0.5:8000",
+                          ("memory.example.com", "10.0.0.5:8000")),
     "slack_bot_token": ("GITMEM_SLACK_BOT_TOKEN", "xoxb-1", "xoxb-1"),
     "slack_signing_secret": ("GITMEM_SLACK_SIGNING_SECRET", "signing", "signing"),
     "slack_app_token": ("GITMEM_SLACK_APP_TOKEN", "xapp-1", "xapp-1"),

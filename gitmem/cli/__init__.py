@@ -13,6 +13,7 @@ from importlib.metadata import entry_points
 from . import (
     consolidate,  # noqa: F401  (consolidate, review, worker)
     maintenance,  # noqa: F401  (maintain, backup, restore-backup)
+    mcp,  # noqa: F401  (mcp)
     memory,  # noqa: F401  (registers the core commands)
     server,  # noqa: F401  (serve, key)
 )

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from . import packing
 from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, text_hash
-from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, role_rank
+from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
 from .packing import ObjectCounts
 from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
@@ -32,5 +32,5 @@ __all__ = [
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "check_namespace", "is_memory_path",
-    "match_tokens", "packing", "parse_trailers", "role_rank", "text_hash",
+    "match_tokens", "packing", "parse_trailers", "refusal", "role_rank", "text_hash",
 ]

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..concepts import iso, now
-from ..errors import InvalidInput, NotFound
+from ..errors import InvalidInput, NotFound, PermissionDenied
 from .namespace import check_namespace
 
 ROLES = ("reader", "writer", "reviewer", "admin")
@@ -46,6 +46,13 @@ def role_rank(role: str) -> int:
         return ROLES.index(role)
     except ValueError:
         raise InvalidInput(f"unknown role {role!r}; use one of: {', '.join(ROLES)}") from None
+
+
+def refusal(name: str, role: str, namespace: str, needed: str) -> PermissionDenied:
+    """The error every front end gives a caller ``name`` whose ``role`` is below ``needed`` on ``namespace``."""
+    return PermissionDenied(
+        f"{name} ({role}) may not do this in namespace {namespace!r}: it needs a {needed} key for that namespace"
+    )
 
 
 def _digest(key: str) -> str:

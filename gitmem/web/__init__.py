@@ -1,4 +1,4 @@
-"""The web front end: JSON API, feedback webhook, review pages and git over HTTP.
+"""The web front end: JSON API, feedback webhook, review pages, git over HTTP and the MCP endpoint.
 
 ``create_app(settings)`` builds a Flask app around one :class:`~gitmem.service.MemoryService`,
 kept in ``app.extensions["gitmem"]``. Run it with ``gitmem serve`` or, in production, with
@@ -73,6 +73,7 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     app.extensions["gitmem.replays"] = service.replay_guard(SIGNATURE_WINDOW)
 
     from . import api, git, health, pages, webhook
+    from .mcp import McpMount
 
     app.register_blueprint(api.bp)
     app.register_blueprint(webhook.bp)
@@ -82,6 +83,10 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     app.register_error_handler(GitmemError, _gitmem_error)
     app.register_error_handler(HTTPException, _http_error)
     _mount_extensions(app)
+    # The MCP endpoint (/mcp) sits in front of Flask: the SDK answers it as an ASGI app of its own.
+    mount = McpMount(service, app.wsgi_app)
+    app.extensions["gitmem.mcp"] = mount
+    app.wsgi_app = mount  # type: ignore[method-assign]
     return app
 
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from flask import current_app, g, request, session
 
-from ..errors import GitmemError, PermissionDenied
-from ..service import ApiKey, KeyStore, ReplayGuard, role_rank
+from ..errors import GitmemError
+from ..service import ApiKey, KeyStore, ReplayGuard, refusal, role_rank
 from . import inputs
 
 SIGNATURE_WINDOW = 300
@@ -115,10 +115,7 @@ def require(namespace: str, role: str, **how: bool) -> Caller:
     """Authenticate and check that the caller holds at least ``role`` on ``namespace``."""
     who = caller(**how)
     if not who.allows(namespace, role):
-        raise PermissionDenied(
-            f"{who.name} ({who.role}) may not do this in namespace {namespace!r}: it needs a "
-            f"{role} key for that namespace"
-        )
+        raise refusal(who.name, who.role, namespace, role)
     return who
 
 
