@@ -328,17 +328,28 @@ def _merge_change(cluster: Cluster, decision: MergeDecision, plan_: Plan, paths:
         if decision.link:
             return _link_change(cluster, decision, at)
         return Decision("veto", ids, decision.reason, before=texts)
-    replaced = cluster.replaceable
-    anchors = cluster.anchors
+    apart = [m for m in cluster.members if m.id in decision.apart]
+    replaced = tuple(m for m in cluster.replaceable if m not in apart)
+    anchors = tuple(m for m in cluster.anchors if m not in apart)
+    if not replaced:
+        return Decision("veto", ids, decision.reason + " (nothing left to merge)", before=texts)
     files: dict[str, bytes | None] = {m.path: None for m in replaced}
+
+    def link_apart(to: str) -> None:
+        """The members left apart (another language) point at the memory that stays."""
+        for m in apart:
+            if to not in m.related:
+                files[m.path] = concepts.render(m.replace(related=m.related + (to,), updated=at))
+
     covering = [a for a in anchors if similarity(a.text, decision.text) >= pair_threshold]
     if covering:
         anchor = covering[0]
+        link_apart(anchor.id)
         change = Change(files, f"consolidate: {len(replaced)} covered by the user's \"{anchor.title}\"",
-                        "consolidate", tuple(m.id for m in replaced) + (anchor.id,), "consolidation", ACTOR,
-                        body=_body(decision.reason, cluster.members, anchor.text))
-        return Decision("cover", ids, decision.reason, change, texts, anchor.text, len(cluster.members),
-                        len(anchors))
+                        "consolidate", tuple(m.id for m in replaced) + (anchor.id,) + tuple(m.id for m in apart),
+                        "consolidation", ACTOR, body=_body(decision.reason, cluster.members, anchor.text))
+        return Decision("cover", ids, decision.reason, change, texts, anchor.text,
+                        len(cluster.members) - len(apart), len(anchors))
     base = max(replaced, key=lambda m: (m.created, m.id))
     kept = next((m for m in cluster.members if m.id == decision.keep), None)
     # The merged memory is of the kind the kept statement (else the user's) is: a convention
@@ -355,17 +366,19 @@ def _merge_change(cluster: Cluster, decision: MergeDecision, plan_: Plan, paths:
         potency=round(min(1.0, max(plan_.potencies.get(m.id, m.potency) for m in replaced)), 4),
         last_used=None, access_count=sum(m.access_count for m in replaced), state="active",
         tenured=any(m.tenured for m in replaced), verified=(),
-        related=tuple(r for r in _union(*(m.related for m in replaced), [a.id for a in anchors])
+        related=tuple(r for r in _union(*(m.related for m in replaced), [a.id for a in anchors],
+                                        [m.id for m in apart])
                       if r not in {m.id for m in replaced}),
         supersedes=tuple(m.id for m in replaced),
     )
     merged = merged.replace(path=paths.take(merged.type, title, new_id))
     files[merged.path] = concepts.render(merged)
+    link_apart(new_id)
     change = Change(files, f"consolidate: merge {len(replaced)} into \"{title}\"", "consolidate",
-                    (new_id,) + tuple(m.id for m in replaced), "consolidation", ACTOR,
+                    (new_id,) + tuple(m.id for m in replaced) + tuple(m.id for m in apart), "consolidation", ACTOR,
                     body=_body(decision.reason, cluster.members, decision.text))
-    return Decision("merge", ids, decision.reason, change, texts, decision.text, len(cluster.members),
-                    1 + len(anchors))
+    return Decision("merge", ids, decision.reason, change, texts, decision.text,
+                    len(cluster.members) - len(apart), 1 + len(anchors))
 
 
 def _link_change(cluster: Cluster, decision: MergeDecision, at: datetime) -> Decision:

@@ -43,12 +43,15 @@ class MergeDecision:
 
     ``keep``: the member whose words (and type) the merged text keeps, when it keeps one.
     ``link``: vetoed, but the members say one rule and should point at each other (``related``).
+    ``apart``: members the merge leaves as they are, linked to the merged memory.
     """
 
     text: str | None
     reason: str
     keep: str | None = None
     link: bool = False
+    #: Members left out of the merge (another language's wording): kept, and linked to the result.
+    apart: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,15 @@ class Offline:
                                                    "judge whether they are one rule")
         languages = sorted({details.language(m.text) for m in members})
         if len(languages) > 1:
+            groups = {lang: [m for m in members if details.language(m.text) == lang] for lang in languages}
+            main = max(languages, key=lambda lang: (len(groups[lang]), any(m.source == "user" for m in groups[lang])))
+            if len(groups[main]) >= 2:
+                merged = self.merge(groups[main], max_chars=max_chars)
+                if merged.text is not None:
+                    others = tuple(m.id for m in members if m not in groups[main])
+                    return MergeDecision(merged.text, f"{merged.reason}; {', '.join(others)} say it in another "
+                                                      "language: kept and linked as related", merged.keep,
+                                         apart=others)
             return MergeDecision(None, "offline rules: the same rule in " + " and ".join(languages) +
                                  "; linked as related, not merged, so neither wording is lost", link=True)
         users = [m for m in members if m.source == "user"]

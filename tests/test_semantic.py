@@ -322,3 +322,18 @@ def test_a_model_is_shown_the_conflicts_the_offline_rules_keep_apart(
     result = svc.consolidate("default", llm=llm)
     assert fake.kinds() in (["pair"], ["merge"])
     assert {older.id, newer.id} == set(result.decisions[0].memory_ids)
+
+
+def test_a_cluster_in_two_languages_merges_one_language_and_links_the_other(svc: MemoryService) -> None:
+    english = [plant(svc, text) for text in ("Use ruff for linting Python code.", "Lint all Python code with ruff.",
+                                             "Python linting is done with ruff.")]
+    chinese = plant(svc, "所有 Python 代码都用 ruff 做 lint。")
+    result = svc.consolidate("default")
+    assert [d.kind for d in result.decisions] == ["merge"], [d.reason for d in result.decisions]
+    assert result.summary.startswith("consolidated 3 memories into 1")
+    assert "another language" in result.decisions[0].reason
+    assert result.review is not None
+    svc.reviews.approve("default", result.review, actor="alice")
+    merged = [m for m in svc.list("default", state="active") if m.id != chinese.id]
+    assert len(merged) == 1 and set(merged[0].supersedes) == {m.id for m in english}
+    assert chinese.id in merged[0].related and svc.show("default", chinese.id).related == (merged[0].id,)
