@@ -182,15 +182,15 @@ class Offline:
                                                "linked as related", link=True)
                 text = f"{text} {sentence}"
                 added.append(f"{_quote(sentence)} from {other.id} ({', '.join(sorted(lacking))})")
-        others = [m for m in members if m is not base]
+        rest = [m for m in members if m is not base]
         who = "the user's statement" if base.source == "user" else "the statement naming the most details"
         reason = f"offline rules: one rule said {len(members)} ways; kept {who}, {base.id} {_quote(base.text)}"
         if added:
             reason += "; added " + "; ".join(added)
         else:
-            reason += f"; {', '.join(m.id for m in others)} name no detail it lacks"
+            reason += f"; {', '.join(m.id for m in rest)} name no detail it lacks"
         kept = {w.casefold() for w in _WORDS.findall(text)}
-        lost = sorted({w for m in others for w in _WORDS.findall(m.text) if w.casefold() not in kept}, key=str.casefold)
+        lost = sorted({w for m in rest for w in _WORDS.findall(m.text) if w.casefold() not in kept}, key=str.casefold)
         if lost:
             reason += f"; their other words go: {', '.join(lost[:12])}{' …' if len(lost) > 12 else ''}"
         return MergeDecision(text, reason, keep=base.id)
