@@ -37,6 +37,30 @@ from .settings import Settings
 from .templating import render_template
 
 
+def _post(client: httpx.Client, url: str, payload: dict[str, Any], retries: int, where: str,
+          setting: str) -> httpx.Response:
+    """POST JSON, retrying connection errors, 429 and 5xx with backoff; the first other answer.
+
+    Raises :class:`Unavailable` for a 4xx refusal, and when no attempt got an answer.
+    """
+    problem = ""
+    for attempt in range(retries + 1):
+        if attempt:
+            time.sleep(min(2.0, 0.2 * 2**attempt))
+        try:
+            response = client.post(url, json=payload)
+        except httpx.HTTPError as exc:
+            problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            continue
+        if response.status_code == 429 or response.status_code >= 500:
+            problem = f"HTTP {response.status_code}"
+            continue
+        if response.status_code >= 400:
+            raise Unavailable(f"{where} refused the request: HTTP {response.status_code} {response.text[:200]}")
+        return response
+    raise Unavailable(f"{where} did not answer after {retries + 1} attempts ({problem}); check {setting} or try later")
+
+
 def _memory_data(memory: Memory) -> dict[str, Any]:
     return {"id": memory.id, "source": memory.source, "created": iso(memory.created),
             "type": memory.type, "text": memory.text}
@@ -77,31 +101,15 @@ class OpenAICompatible:
                 {"role": "user", "content": prompt},
             ],
         }
-        url = f"{self.base_url}/chat/completions"
-        problem = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(2.0, 0.2 * 2**attempt))
-            try:
-                response = self.client.post(url, json=payload)
-            except httpx.HTTPError as exc:
-                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-                continue
-            if response.status_code == 429 or response.status_code >= 500:
-                problem = f"HTTP {response.status_code}"
-                continue
-            if response.status_code >= 400:
-                raise Unavailable(f"the LLM at {self.base_url} refused the request: HTTP "
-                                  f"{response.status_code} {response.text[:200]}")
-            try:
-                content = response.json()["choices"][0]["message"]["content"]
-            except (ValueError, LookupError, TypeError, RecursionError) as exc:
-                raise BadAnswer(f"not a chat-completions response ({exc})") from exc
-            if not isinstance(content, str):
-                raise BadAnswer("the reply has no text content")
-            return parse_answer(content, kind)
-        raise Unavailable(f"the LLM at {self.base_url} did not answer after {self.retries + 1} "
-                          f"attempts ({problem}); check GITMEM_LLM_BASE_URL or try later")
+        response = _post(self.client, f"{self.base_url}/chat/completions", payload, self.retries,
+                         f"the LLM at {self.base_url}", "GITMEM_LLM_BASE_URL")
+        try:
+            content = response.json()["choices"][0]["message"]["content"]
+        except (ValueError, LookupError, TypeError, RecursionError) as exc:
+            raise BadAnswer(f"not a chat-completions response ({exc})") from exc
+        if not isinstance(content, str):
+            raise BadAnswer("the reply has no text content")
+        return parse_answer(content, kind)
 
     def merge(self, members: Sequence[Memory], *, max_chars: int, alike: bool = True) -> MergeDecision:
         """Ask for one merged memory; a bad answer is a veto (the model judges ``alike`` itself)."""
@@ -199,34 +207,18 @@ class EmbeddingsEndpoint:
         return embeddings_port.unit(rows)
 
     def _batch(self, texts: list[str]) -> list[list[float]]:
-        url = f"{self.base_url}/embeddings"
-        problem = ""
-        for attempt in range(self.retries + 1):
-            if attempt:
-                time.sleep(min(2.0, 0.2 * 2**attempt))
-            try:
-                response = self.client.post(url, json={"model": self.model, "input": texts})
-            except httpx.HTTPError as exc:
-                problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-                continue
-            if response.status_code == 429 or response.status_code >= 500:
-                problem = f"HTTP {response.status_code}"
-                continue
-            if response.status_code >= 400:
-                raise Unavailable(f"the embeddings endpoint at {self.base_url} refused the request: HTTP "
-                                  f"{response.status_code} {response.text[:200]}")
-            try:
-                items = sorted(response.json()["data"], key=lambda item: item["index"])
-                vectors = [[float(x) for x in item["embedding"]] for item in items]
-            except (ValueError, LookupError, TypeError, RecursionError) as exc:
-                raise Unavailable(f"the embeddings endpoint at {self.base_url} answered something that is not "
-                                  f"an embeddings response ({type(exc).__name__}: {exc})") from exc
-            if len(vectors) != len(texts) or not all(vectors):
-                raise Unavailable(f"the embeddings endpoint at {self.base_url} answered {len(vectors)} vectors "
-                                  f"for {len(texts)} texts")
-            return vectors
-        raise Unavailable(f"the embeddings endpoint at {self.base_url} did not answer after {self.retries + 1} "
-                          f"attempts ({problem}); check GITMEM_EMBED_BASE_URL or try later")
+        where = f"the embeddings endpoint at {self.base_url}"
+        response = _post(self.client, f"{self.base_url}/embeddings", {"model": self.model, "input": texts},
+                         self.retries, where, "GITMEM_EMBED_BASE_URL")
+        try:
+            items = sorted(response.json()["data"], key=lambda item: item["index"])
+            vectors = [[float(x) for x in item["embedding"]] for item in items]
+        except (ValueError, LookupError, TypeError, RecursionError) as exc:
+            raise Unavailable(f"{where} answered something that is not an embeddings response "
+                              f"({type(exc).__name__}: {exc})") from exc
+        if len(vectors) != len(texts) or not all(vectors):
+            raise Unavailable(f"{where} answered {len(vectors)} vectors for {len(texts)} texts")
+        return vectors
 
 
 def embeddings_from_settings(settings: Settings) -> embeddings_port.Embeddings | None:
