@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -540,6 +540,10 @@ class Consolidation:
             self.reviews.prune_orphans(namespace, guard=fence.check)
             self.memories.fold_usage(namespace, actor=ACTOR, guard=fence.check)
             plan_ = self.plan(namespace)
+            # Merges a reviewer turned down are not proposed again until one of their members changes.
+            turned_down = self.reviews.rejected_merges(namespace)
+            plan_ = replace(plan_, clusters=tuple(c for c in plan_.clusters
+                                                  if not any(r.matches(c.members) for r in turned_down)))
             head = ns.store.commit(plan_.head)
             decisions, failures = decide(plan_, model, max_chars=self.settings.merged_max_chars,
                                          pair_threshold=self.settings.pair_threshold, ns=ns, head=head,

@@ -32,6 +32,20 @@ def _actor(actor: str | None) -> str:
     return actor or getpass.getuser()
 
 
+def _progress(review: Review) -> str:
+    """``merged 4 of 8 as 1a2b3c4d5e; 4 open``."""
+    states = list(review.commit_states.values())
+    total = max(len(states), review.commit_count)
+    text = f"merged {states.count('merged')} of {total}"
+    if review.merged_commit:
+        text += f" as {review.merged_commit[:10]}"
+    for state in ("open", "stale", "skipped"):
+        n = total - len(states) if state == "open" else states.count(state)
+        if n:
+            text += f"; {n} {state}"
+    return text
+
+
 def _review_line(review: Review) -> str:
     return (f"#{review.number:<4} {review.status:<8} {review.kind:<13} {review.author:<10} "
             f"{review.created:%Y-%m-%d %H:%M}  {review.title}")
@@ -155,23 +169,23 @@ def review_show(number: int, namespace: str | None, as_json: bool) -> None:
 @json_option
 def review_approve(number: int, commits: tuple[str, ...], actor: str | None, namespace: str | None,
                    as_json: bool) -> None:
-    """Merge a review (or only some of its commits) into main."""
+    """Merge a review's open commits (or only some of them) into main; the rest stay open."""
     found = service().reviews.approve(ns_name(namespace), number, actor=_actor(actor),
                                       commits=list(commits) if commits else None)
-    emit(found.to_dict(), as_json,
-         lambda: click.echo(f"review #{found.number} merged as {str(found.merged_commit)[:10]}"))
+    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number}: {_progress(found)}"))
 
 
 @review.command(name="reject")
 @click.argument("number", callback=_review_number)
-@click.option("--reason", default="", help="Why (added to the thread).")
+@click.option("--reason", required=True, help="Why (added to the thread, so the author knows what to change).")
 @_actor_option
 @namespace_option
 @json_option
 def review_reject(number: int, reason: str, actor: str | None, namespace: str | None, as_json: bool) -> None:
     """Close a review without merging; main is untouched."""
     found = service().reviews.reject(ns_name(namespace), number, actor=_actor(actor), reason=reason)
-    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number} rejected"))
+    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number} rejected"
+                                                      + (f" ({_progress(found)})" if found.status == "merged" else "")))
 
 
 @review.command(name="comment")
