@@ -41,7 +41,7 @@ from .errors import (
     ReviewNotFound,
     StaleReview,
 )
-from .repo import MAIN, Change, Commit, FileChange, Guard, Namespaces, Store, is_memory_path, parse_trailers
+from .repo import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Namespaces, Store, is_memory_path, parse_trailers
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -445,6 +445,28 @@ class Reviews:
             out.append(_with_result(item, _after_text(commit.message)))
         return out
 
+    def commit_info(self, namespace: str, commit_id: str) -> CommitInfo:
+        """One commit of the repository as front ends show it (its summary, actor, action, trailers)."""
+        store = self.namespaces.open(namespace).store
+        return store.info(store.commit(commit_id))
+
+    def commit_diff(self, namespace: str, commit_id: str) -> builtins.list[MemoryDiff]:
+        """What one commit of the repository did to each memory, word by word (a history row)."""
+        store = self.namespaces.open(namespace).store
+        return memory_diffs(store.file_changes(store.commit(commit_id)))
+
+    def revert_preview(self, namespace: str, commit_id: str) -> builtins.list[MemoryDiff]:
+        """What reverting a commit of main would do to each memory now; nothing is written to a ref.
+
+        Raises what the revert itself would: :class:`~gitmem.errors.RevertConflict` when later
+        changes are in the way, :class:`InvalidInput` for a commit that is not on main.
+        """
+        store = self.namespaces.open(namespace).store
+        target, head = store.commit(commit_id), store.head(MAIN)
+        if not store.is_ancestor(target, head):
+            raise InvalidInput(f"commit {commit_id} is not on main; only main's commits can be reverted")
+        return memory_diffs(store.revert_preview(target, head))
+
     def open_for(self, namespace: str, memory_id: str) -> builtins.list[int]:
         """The numbers of the open reviews with a commit about ``memory_id``."""
         found = []
@@ -661,12 +683,13 @@ class Reviews:
                 stale = {str(c.id): note for c in (still if picked is None else picked)
                          if (note := self._stale_note(review, c, store.file_changes(c), changed))}
                 selected = [c for c in (still if picked is None else picked) if str(c.id) not in stale]
-                if expected is not None and len(selected) != expected:
-                    raise Conflict(f"review #{number} has {len(selected)} commit(s) to merge now, not the "
-                                   f"{expected} you saw; nothing was merged: look at it again")
                 if stale and (picked is not None or not selected):
                     self._mark_stale(namespace, review, stale, actor)
                     raise StaleReview(_stale_message(number, every, stale))
+                if expected is not None and len(selected) != expected:
+                    went = f" ({len(stale)} went stale meanwhile)" if stale else ""
+                    raise Conflict(f"review #{number} has {len(selected)} commit(s) to merge now, not the "
+                                   f"{expected} you saw{went}; nothing was merged: look at it again")
                 tip = main
                 try:
                     for commit in selected:

@@ -303,6 +303,22 @@ class Store:
             ))
         return out
 
+    def revert_preview(self, target: pygit2.Commit, onto: pygit2.Commit) -> list[FileChange]:
+        """What reverting ``target`` on top of ``onto`` would change, file by file; writes only objects."""
+        tree = self.repo[self.revert_change(target, onto)]
+        assert isinstance(tree, pygit2.Tree)
+        out = []
+        for delta in onto.tree.diff_to_tree(tree).deltas:
+            status = {"A": "added", "D": "deleted"}.get(delta.status_char(), "modified")
+            old_path = None if status == "added" else delta.old_file.path
+            new_path = None if status == "deleted" else delta.new_file.path
+            out.append(FileChange(
+                path=new_path or old_path or "", status=status, old_path=old_path, new_path=new_path,
+                old_text=None if old_path is None else self._text(delta.old_file.id),
+                new_text=None if new_path is None else self._text(delta.new_file.id),
+            ))
+        return out
+
     def _text(self, oid: pygit2.Oid) -> str | None:
         blob = self.repo[oid]
         return blob.data.decode("utf-8", errors="replace") if isinstance(blob, pygit2.Blob) else None
