@@ -154,6 +154,7 @@ class MemoryDiff:
     text: list[textdiff.Piece]  # before -> after, word by word (changed memories only)
     fields: list[tuple[str, Any, Any]]  # (name, before, after) of the other fields that changed
     lost: list[str] = field(default_factory=list)  # a merged-away memory's words the result lacks
+    author: str | None = None
 
     @property
     def text_changed(self) -> bool:
@@ -174,7 +175,7 @@ class MemoryDiff:
         return {"id": self.id, "title": self.title, "type": self.type, "change": self.change,
                 "before": self.before, "after": self.after, "text_diff": [p.to_dict() for p in self.text],
                 "fields": [{"name": n, "before": _jsonable(a), "after": _jsonable(b)} for n, a, b in self.fields],
-                "lost_words": list(self.lost)}
+                "lost_words": list(self.lost), "author": self.author}
 
 
 @dataclass(frozen=True)
@@ -296,12 +297,13 @@ def memory_diffs(changes: Sequence[FileChange]) -> list[MemoryDiff]:
         assert shown is not None
         if old is None or new is None:
             out.append(MemoryDiff(memory_id, shown.title, shown.type, "added" if old is None else "removed",
-                                  None if old is None else old.text, None if new is None else new.text, [], []))
+                                  None if old is None else old.text, None if new is None else new.text, [], [],
+                                  author=shown.author))
             continue
         fields = [(f.name, getattr(old, f.name), getattr(new, f.name)) for f in dataclass_fields(old)
                   if f.name not in _QUIET_FIELDS and getattr(old, f.name) != getattr(new, f.name)]
         out.append(MemoryDiff(memory_id, new.title, new.type, "changed", old.text, new.text,
-                              textdiff.word_diff(old.text, new.text), fields))
+                              textdiff.word_diff(old.text, new.text), fields, author=new.author))
     return out
 
 
@@ -864,8 +866,9 @@ class Reviews:
             store.delete_ref(review.branch)
 
     def _publish(self, namespace: str, review: Review) -> None:
-        notify.publish(self.settings, {"event": "review.closed", "namespace": namespace,
-                                      "review": review.to_dict()})
+        """Say that a review was decided (``review.closed``) or decided in part (``review.updated``)."""
+        event = "review.updated" if review.status == "open" else "review.closed"
+        notify.publish(self.settings, {"event": event, "namespace": namespace, "review": review.to_dict()})
 
 
 def _status(every: Sequence[Commit], states: dict[str, str]) -> str:

@@ -111,6 +111,8 @@ class Settings:
     slack_channel_namespaces: Mapping[str, str] = field(default_factory=dict)
     slack_reviewers: tuple[str, ...] = ()
     slack_review_channel: str | None = None
+    # Where people reach the web app (https://gitmem.example.com): links from Slack to a review.
+    public_url: str | None = None
 
     # Celery queue name: separate deployments (or test runs) sharing one broker use different ones.
     celery_queue: str = "gitmem"
