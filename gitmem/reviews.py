@@ -35,6 +35,7 @@ from .errors import (
     Conflict,
     InvalidInput,
     MalformedConcept,
+    MemoryNotFound,
     MergeConflict,
     RefLocked,
     RefRaceLost,
@@ -468,6 +469,26 @@ class Reviews:
         if not store.is_ancestor(target, head):
             raise InvalidInput(f"commit {commit_id} is not on main; only main's commits can be reverted")
         return memory_diffs(store.revert_preview(target, head))
+
+    def successor(self, namespace: str, memory_id: str) -> str | None:
+        """The memory that replaced ``memory_id`` when a merge took it away, if one exists now."""
+        ns = self.namespaces.open(namespace)
+        ns.synced()
+        for commit in ns.store.log():
+            ids = parse_trailers(commit.message).get("Memory-Id", [])
+            if memory_id in ids:
+                # The newest commit naming it: a merge names the memory it became too.
+                return next((i for i in ids if i != memory_id and ns.index.get(i) is not None), None)
+        return None
+
+    def missing(self, namespace: str, memory_id: str, exc: MemoryNotFound) -> MemoryNotFound:
+        """``exc``, or an error that points to the memory that replaced ``memory_id``."""
+        found = self.successor(namespace, memory_id)
+        if found is None:
+            return exc
+        error = MemoryNotFound(f"memory {memory_id} was merged into {found}; see memory {found}")
+        error.replaced_by = found
+        return error
 
     def open_for(self, namespace: str, memory_id: str) -> builtins.list[int]:
         """The numbers of the open reviews with a commit about ``memory_id``."""

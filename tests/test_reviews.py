@@ -451,3 +451,43 @@ def test_a_review_number_is_ascii_digits(number: str) -> None:
 
 def test_a_review_number_may_have_a_hash() -> None:
     assert _number("#3") == _number(" 3 ") == _number(3) == 3
+
+
+def test_a_memory_merged_away_points_to_the_one_that_replaced_it(svc: MemoryService, settings: Settings) -> None:
+    number = three_merges(svc)
+    [commit] = [c for c in svc.reviews.diff("default", number)
+                if any("提交代码" in (m.before or "") for m in c.memories)]
+    gone = commit.members[0].id
+    svc.reviews.approve("default", number, actor="alice")
+    assert svc.reviews.successor("default", gone) == commit.result
+    shown = cli(settings, "show", gone, ok=False)
+    assert shown.returncode == 3 and f"was merged into {commit.result}" in shown.stderr
+    assert svc.reviews.successor("default", "0000000000") is None
+
+
+def test_cli_feedback_confirms_discusses_and_proposes(svc: MemoryService, settings: Settings) -> None:
+    memory = svc.remember("default", "Use pnpm.").memory
+    assert memory is not None
+    confirmed = json.loads(cli(settings, "feedback", memory.id, "confirm", "--actor", "zoe", "--json").stdout)
+    assert confirmed["action"] == "confirm" and confirmed["memory"]["verified"] == ["zoe"]
+    cli(settings, "feedback", memory.id, "discuss", "which version?", "--actor", "zoe")
+    assert [c.text for c in svc.discussion("default", memory.id)] == ["which version?"]
+    proposed = cli(settings, "feedback", memory.id, "amend", "Use pnpm 9.", "--actor", "eve")
+    assert "opened review #1" in proposed.stdout and svc.show("default", memory.id).text == "Use pnpm."
+    bad = cli(settings, "feedback", memory.id, "like", ok=False)
+    assert bad.returncode == 2 and "like" in bad.stderr
+
+
+def test_the_cli_records_the_local_user_for_every_write(svc: MemoryService, settings: Settings) -> None:
+    import getpass
+
+    me = getpass.getuser()
+    added = json.loads(cli(settings, "remember", "Use tabs.", "--json").stdout)
+    memory_id = added["memory"]["id"]
+    cli(settings, "amend", memory_id, "Use spaces.")
+    cli(settings, "forget", memory_id, "--reason", "style guide moved")
+    cli(settings, "feedback", memory_id, "discuss", "why?")
+    actors = [c.actor for c in svc.log("default", limit=4)]
+    assert actors == [me, me, me, me]
+    cli(settings, "amend", memory_id, "Use tabs again.", "--actor", "ci")
+    assert svc.log("default", limit=1)[0].actor == "ci"

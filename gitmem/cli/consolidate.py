@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import re
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -10,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..service import REVIEW_STATUSES
-from .base import emit, json_option, main, namespace_option, ns_name, service, settings
+from .base import actor_of, emit, json_option, main, namespace_option, ns_name, service, settings
 
 if TYPE_CHECKING:  # imported in the commands: consolidation pulls in the LLM client, slow to load
     from ..service import Review, RunResult
@@ -29,7 +28,7 @@ def _actor_option(func: Any) -> Any:
 
 
 def _actor(actor: str | None) -> str:
-    return actor or getpass.getuser()
+    return actor_of(actor)
 
 
 def _progress(review: Review) -> str:

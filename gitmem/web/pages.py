@@ -38,7 +38,7 @@ from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
 from ..concepts import STATES, TYPES, iso
-from ..errors import GitmemError, PermissionDenied
+from ..errors import GitmemError, MemoryNotFound, PermissionDenied
 from ..service import REVIEW_STATUSES, summarise
 from ..templating import templates_dir
 from .api import review_number, reviews, service
@@ -272,10 +272,17 @@ NO_REVERT = frozenset({"confirm", "discuss", "usage", "reinforce", "revert", "in
 
 
 @bp.get("/ns/<ns>/memories/<memory_id>")
-def memory(ns: str, memory_id: str) -> str:
+def memory(ns: str, memory_id: str) -> str | BaseResponse:
     """Show a memory with its history (each commit's text diff) and discussion, and the actions the caller may take."""
     who = signed_in(ns)
-    found = service().show(ns, memory_id)
+    try:
+        found = service().show(ns, memory_id)
+    except MemoryNotFound as exc:
+        pointed = reviews().missing(ns, memory_id, exc)
+        if pointed.replaced_by is None:
+            raise
+        flash(f"Memory {memory_id} was merged into this one.", "ok")
+        return redirect(url_for("pages.memory", ns=ns, memory_id=pointed.replaced_by))
     history = service().history(ns, memory_id)
     diffs = {c.id: [d for d in reviews().commit_diff(ns, c.id) if d.id == memory_id] for c in history}
     return render_template("memory.html", ns=ns, memory=found, history=history, diffs=diffs,

@@ -484,3 +484,19 @@ def test_the_review_list_and_page_fit_a_phone(browser: Browser, live_server: str
         page.screenshot(path=str(tmp_path / f"{url.strip('/').replace('/', '-')}.png"), full_page=True)
     expect(page.locator("#nav-reviews .count")).to_have_text("3")
     context.close()
+
+
+def test_a_merged_away_memory_redirects_and_the_api_points(client: Client, keys: Keys, svc: MemoryService,
+                                                           remember: Callable[..., str]) -> None:
+    ids = [remember(t, source="agent") for t in ("the deploy script needs the staging token set",
+                                                 "the deploy script needs the staging token and the region set")]
+    result = svc.consolidate("default")
+    assert result.review is not None
+    svc.reviews.approve("default", result.review, actor="alice")
+    [commit] = svc.reviews.diff("default", result.review)
+    assert commit.result is not None
+    signed_in(client, keys.reader)
+    page = client.get(f"/ns/default/memories/{ids[0]}")
+    assert page.status_code == 302 and page.headers["Location"].endswith(f"/memories/{commit.result}")
+    api = client.get(f"/api/v1/namespaces/default/memories/{ids[0]}", headers=keys.auth("reader"))
+    assert api.status_code == 404 and f"was merged into {commit.result}" in api.json["error"]["message"]
