@@ -675,6 +675,21 @@ class Reviews:
         self._publish(namespace, review)
         return review
 
+    def check(self, namespace: str, number: int, *, actor: str) -> Review:
+        """Record as stale the open commits main has overtaken, so the record says what a page shows."""
+        number = _number(number)
+        actor = _actor(actor)
+        ns = self.namespaces.open(namespace)
+        with ns.lock:
+            review = self.get(namespace, number)
+            if review.status != "open":
+                return review
+            changed = self._changed_on_main(ns.store, review)
+            stale = {str(c.id): note for c in self.commits(namespace, review)
+                     if review.state_of(str(c.id)) == "open"
+                     and (note := self._stale_note(review, c, ns.store.file_changes(c), changed))}
+            return self._mark_stale(namespace, review, stale, actor) if stale else review
+
     def approve(self, namespace: str, number: int, *, actor: str, commits: builtins.list[str] | None = None,
                 expected: int | None = None) -> Review:
         """Merge the review's open commits (or only ``commits``) into main, one commit each.

@@ -399,6 +399,9 @@ def test_cli_consolidate_and_review_commands(svc: MemoryService, settings: Setti
     assert len(shown["commits"]) == 3
     text = cli(settings, "review", "show", "1").stdout
     assert "--- /dev/null" in text and "Reason: offline rules" in text
+    assert "what changes: 6 memories into 3" in text and "[open]" in text
+    assert "merged away; words lost: 必 须" in text
+    assert shown["commits"][0]["state"] == "open" and "lost_words" in shown["commits"][0]
     cli(settings, "review", "comment", "1", "ship it", "--actor", "carol")
     sha = shown["commits"][0]["id"]
     approved = json.loads(cli(settings, "review", "approve", "1", "--commit", sha, "--actor", "alice",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..service import REVIEW_STATUSES
+from ..service import REVIEW_STATUSES, summarise
 from .base import actor_of, emit, json_option, main, namespace_option, ns_name, service, settings
 
 if TYPE_CHECKING:  # imported in the commands: consolidation pulls in the LLM client, slow to load
@@ -29,6 +29,12 @@ def _actor_option(func: Any) -> Any:
 
 def _actor(actor: str | None) -> str:
     return actor_of(actor)
+
+
+def _inline(pieces: list[Any]) -> str:
+    """A word diff on one line, as ``git diff --word-diff`` writes it: ``[-old-]{+new+}``."""
+    marks = {"del": ("[-", "-]"), "ins": ("{+", "+}"), "same": ("", "")}
+    return "".join(f"{marks[p.op][0]}{p.text}{marks[p.op][1]}" for p in pieces)
 
 
 def _progress(review: Review) -> str:
@@ -147,10 +153,20 @@ def review_show(number: int, namespace: str | None, as_json: bool) -> None:
             click.echo(f"stale: {found.stale_reason}")
         if found.description:
             click.echo(found.description)
+        click.echo(f"what changes: {summarise(commits)}")
         for commit in commits:
-            click.echo(f"\ncommit {commit.id[:10]}  {commit.summary}")
+            click.echo(f"\ncommit {commit.id[:10]}  [{commit.state}]  {commit.summary}")
+            if commit.note:
+                click.echo(f"stale: {commit.note}")
             if commit.reason:
                 click.echo(commit.reason)
+            for memory in commit.memories:
+                if memory.change == "changed" and memory.text_changed:
+                    click.echo(f"  {memory.id} text: {_inline(memory.text)}")
+                if memory.fields:
+                    click.echo(f"  {memory.id} fields: {memory.fields_line()}")
+                if memory.lost:
+                    click.echo(f"  {memory.id} merged away; words lost: {' '.join(memory.lost)}")
             for f in commit.files:
                 click.echo(f.unified.rstrip("\n"))
         for c in found.comments:

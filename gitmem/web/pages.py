@@ -410,6 +410,7 @@ def review_action(ns: str, number: str) -> BaseResponse:
         return act("Rejected.", target, lambda: reviews().reject(ns, n, actor=who.name, reason=reason))
     if action == "rerun":
         def rerun() -> None:
+            reviews().check(ns, n, actor=who.name)  # a review main has overtaken stops blocking the run
             sent = service().dispatch(ns, background=True)
             flash(f"Consolidation queued (task {sent.task}); its review appears in the list when it is ready."
                   if sent.task else "Consolidation ran again.", "ok")

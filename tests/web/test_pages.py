@@ -500,3 +500,51 @@ def test_a_merged_away_memory_redirects_and_the_api_points(client: Client, keys:
     assert page.status_code == 302 and page.headers["Location"].endswith(f"/memories/{commit.result}")
     api = client.get(f"/api/v1/namespaces/default/memories/{ids[0]}", headers=keys.auth("reader"))
     assert api.status_code == 404 and f"was merged into {commit.result}" in api.json["error"]["message"]
+
+
+def test_a_stale_consolidation_review_offers_a_rerun_and_can_still_be_rejected(
+        client: Client, keys: Keys, svc: MemoryService, remember: Callable[..., str]) -> None:
+    ids = [remember(t, source="agent") for t in ("the deploy script needs the staging token set",
+                                                 "the deploy script needs the staging token and the region set")]
+    result = svc.consolidate("default")
+    assert result.review is not None
+    svc.amend("default", ids[0], text="the deploy script reads the token from the vault", actor="sam")
+    token = signed_in(client, keys.reviewer)
+    url = f"/ns/default/reviews/{result.review}"
+    page = client.get(url).get_data(as_text=True)
+    # Main overtook its one commit: nothing to approve, a re-run offered, the record still open.
+    assert 'id="review-status">open<' in page and 'id="rerun"' in page and 'id="approve"' not in page
+    stale = client.post(url, data={"action": "approve", "expected": "1", "csrf_token": token})
+    assert stale.status_code == 303
+    page = client.get(url).get_data(as_text=True)
+    assert 'id="review-status">stale<' in page and 'id="rerun"' in page
+    assert page.count("is stale: main changed the text of") == 1 and "StaleReview" not in page
+    missing = client.post(url, data={"action": "reject", "reason": "", "csrf_token": token})
+    assert missing.status_code == 303
+    assert "a reason is required" in client.get(url).get_data(as_text=True)
+    assert svc.reviews.get("default", result.review).status == "stale"
+    done = client.post(url, data={"action": "reject", "reason": "superseded by the vault", "csrf_token": token})
+    assert done.status_code == 303 and svc.reviews.get("default", result.review).status == "rejected"
+
+
+def test_rerun_marks_an_overtaken_review_stale_and_queues_a_run(
+        client: Client, keys: Keys, svc: MemoryService, remember: Callable[..., str]) -> None:
+    ids = [remember(t, source="agent") for t in ("the deploy script needs the staging token set",
+                                                 "the deploy script needs the staging token and the region set")]
+    result = svc.consolidate("default")
+    assert result.review is not None
+    svc.amend("default", ids[0], text="the deploy script reads the token from the vault", actor="sam")
+    token = signed_in(client, keys.reviewer)
+    url = f"/ns/default/reviews/{result.review}"
+    done = client.post(url, data={"action": "rerun", "csrf_token": token})
+    assert done.status_code == 303
+    assert svc.reviews.get("default", result.review).status == "stale"
+    assert "Consolidation queued (task " in client.get(url).get_data(as_text=True)
+
+
+def test_search_shows_a_snippet_and_the_tags(client: Client, keys: Keys, remember: Callable[..., str]) -> None:
+    remember("Releases go out on Tuesdays after the change advisory board meets", tags=["release", "process"])
+    signed_in(client, keys.reader)
+    page = client.get("/ns/default/search?q=releases").get_data(as_text=True)
+    assert 'class="snippet">Releases go out on Tuesdays after the change advisory board meets<' in page
+    assert '<span class="tag">release</span><span class="tag">process</span>' in page
