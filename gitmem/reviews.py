@@ -301,8 +301,11 @@ def memory_diffs(changes: Sequence[FileChange]) -> list[MemoryDiff]:
                                   None if old is None else old.text, None if new is None else new.text, [], [],
                                   author=shown.author))
             continue
+        quiet = set(_QUIET_FIELDS)
+        if old.title == concepts.title_from(old.text) and new.title == concepts.title_from(new.text):
+            quiet.add("title")  # a title taken from the text changes with it: the text diff shows it
         fields = [(f.name, getattr(old, f.name), getattr(new, f.name)) for f in dataclass_fields(old)
-                  if f.name not in _QUIET_FIELDS and getattr(old, f.name) != getattr(new, f.name)]
+                  if f.name not in quiet and getattr(old, f.name) != getattr(new, f.name)]
         out.append(MemoryDiff(memory_id, new.title, new.type, "changed", old.text, new.text,
                               textdiff.word_diff(old.text, new.text), fields, author=new.author))
     return out

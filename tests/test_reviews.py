@@ -223,8 +223,13 @@ def test_word_diff_of_an_amendment(svc: MemoryService) -> None:
     [changed] = commit.memories
     assert [(p.op, p.text) for p in changed.text] == [("same", "Format with "), ("del", "black"),
                                                       ("ins", "ruff format")]
-    assert "title Format with black → Format with ruff format" in changed.fields_line()
-    assert all(name not in ("updated", "description", "text") for name, _, _ in changed.fields)
+    # The title follows the text, so it is not repeated as a changed field; nothing else changed.
+    assert changed.fields == [] and changed.fields_line() == ""
+    svc.amend("default", memory.id, tags=["python", "lint"], title="Formatter")
+    number = svc.feedback("default", memory.id, "amend", actor="eve", text="Format with ruff").review
+    assert number is not None
+    [commit] = svc.reviews.diff("default", number)
+    assert commit.memories[0].fields == []  # a title of its own stays: the amendment keeps it
 
 
 def test_approval_after_main_changed_a_memory_the_review_names_but_does_not_touch_is_stale(
