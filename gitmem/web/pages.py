@@ -88,6 +88,8 @@ def human_time(moment: Any, at: datetime | None = None) -> str:
         moment = datetime.fromtimestamp(moment, UTC)
     if not isinstance(moment, datetime):
         return str(moment or "")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)  # gitmem writes UTC; a time without a zone is one of those
     at = at or datetime.now(UTC)
     seconds = (at - moment).total_seconds()
     if seconds < 0:
@@ -396,8 +398,14 @@ def review_action(ns: str, number: str) -> BaseResponse:
         expected = request.form.get("expected", "")
         if not expected.isascii() or not expected.isdigit():
             abort(400, "the form must say how many commits it showed (expected)")
-        return act("Approved: every open commit is merged.", target,
-                   lambda: reviews().approve(ns, n, actor=who.name, expected=int(expected)))
+        def approve_all() -> None:
+            done = reviews().approve(ns, n, actor=who.name, expected=int(expected))
+            states = list(done.commit_states.values())
+            stale = states.count("stale")
+            flash(f"Merged {states.count('merged')} of {max(done.commit_count, len(states))} commits."
+                  + (f" {stale} no longer appl{'ies' if stale == 1 else 'y'}: see below." if stale else ""), "ok")
+
+        return act("", target, approve_all)
     if action == "approve-selected":
         chosen = request.form.getlist("commit")
         if not chosen:

@@ -445,6 +445,7 @@ def test_a_confirm_does_not_make_a_review_stale_but_an_amend_does_for_that_commi
     page.click("#approve")
     expect(page.locator("#progress")).to_contain_text("merged 1 of 2")
     expect(page.locator(".flash.error")).to_have_count(0)
+    expect(page.locator(".flash.ok")).to_have_text("Merged 1 of 2 commits. 1 no longer applies: see below.")
     assert svc.show("default", ids[0]).text == "Python 3.13 is the floor"
     assert svc.show("default", ids[1]).text == RUNTIMES[1][1]
     assert svc.show("default", ids[0]).verified == ("reviewer",)
@@ -548,3 +549,18 @@ def test_search_shows_a_snippet_and_the_tags(client: Client, keys: Keys, remembe
     page = client.get("/ns/default/search?q=releases").get_data(as_text=True)
     assert 'class="snippet">Releases go out on Tuesdays after the change advisory board meets<' in page
     assert '<span class="tag">release</span><span class="tag">process</span>' in page
+
+
+def test_times_read_as_a_person_says_them() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from gitmem.web.pages import human_time
+
+    at = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+    assert human_time(at - timedelta(seconds=20), at) == "just now"
+    assert human_time(at - timedelta(minutes=1), at) == "1 minute ago"
+    assert human_time(at - timedelta(hours=5), at) == "5 hours ago"
+    assert human_time(at - timedelta(days=1, hours=2), at) == "yesterday"
+    assert human_time(at - timedelta(days=3), at) == "3 days ago"
+    assert human_time(datetime(2025, 3, 3, 9, 0), at) == "3 Mar 2025"
+    assert human_time((at - timedelta(minutes=5)).timestamp(), at) == "5 minutes ago"
