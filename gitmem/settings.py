@@ -9,6 +9,7 @@ directly. Secrets live in the environment or in a file outside the repository
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -127,6 +128,8 @@ class Settings:
             value = getattr(self, name)
             if not value >= low:  # NaN fails too
                 raise InvalidInput(f"GITMEM_{name.upper()} must be at least {low}, not {value!r}")
+        if self.public_url is not None and not re.match(r"^https?://[^\s/]+", self.public_url):
+            raise InvalidInput(f"GITMEM_PUBLIC_URL must be the web app's http(s) address, not {self.public_url!r}")
 
     @property
     def repos_dir(self) -> Path:

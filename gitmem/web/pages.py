@@ -88,12 +88,12 @@ def human_time(moment: Any, at: datetime | None = None) -> str:
         moment = datetime.fromtimestamp(moment, UTC)
     if not isinstance(moment, datetime):
         return str(moment or "")
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)  # gitmem writes UTC; a time without a zone is one of those
+    # gitmem writes UTC; a time without a zone is one of those.
+    when: datetime = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
     at = at or datetime.now(UTC)
-    seconds = (at - moment).total_seconds()
+    seconds = (at - when).total_seconds()
     if seconds < 0:
-        return moment.strftime("%-d %b %Y %H:%M")
+        return when.strftime("%-d %b %Y %H:%M")
     for limit, size, unit in ((60, 1, ""), (3600, 60, "minute"), (86400, 3600, "hour"), (7 * 86400, 86400, "day")):
         if seconds < limit:
             if not unit:
@@ -102,7 +102,7 @@ def human_time(moment: Any, at: datetime | None = None) -> str:
             if unit == "day" and n == 1:
                 return "yesterday"
             return f"{n} {unit}{'' if n == 1 else 's'} ago"
-    return moment.strftime("%-d %b %Y")
+    return when.strftime("%-d %b %Y")
 
 
 def side_by_side(old: str | None, new: str | None) -> Markup:
