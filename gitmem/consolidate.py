@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -626,7 +626,11 @@ class Consolidation:
                 live = sorted({text_hash(r.memory.text) for r in rows if r.memory.state == "active"})
                 neighbours = self.semantics.neighbours(ns, live, self.settings.semantic_threshold,
                                                        self.settings.semantic_neighbours)
-        return make_plan(namespace, str(head.id), at, rows, uses, self.settings, neighbours, strict=strict)
+        plan_ = make_plan(namespace, str(head.id), at, rows, uses, self.settings, neighbours, strict=strict)
+        # Merges a reviewer turned down are not proposed again until one of their members changes.
+        turned_down = self.reviews.rejected_merges(namespace)
+        return replace(plan_, clusters=tuple(c for c in plan_.clusters
+                                             if not any(r.matches(c.members) for r in turned_down)))
 
     def run(self, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
             llm: LLM | None = None) -> RunResult:

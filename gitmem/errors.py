@@ -54,7 +54,9 @@ class NamespaceNotFound(NotFound):
 
 
 class MemoryNotFound(NotFound):
-    """No memory has that id."""
+    """No memory has that id (``replaced_by``: the memory a merge turned it into, when known)."""
+
+    replaced_by: str | None = None
 
 
 class CommitNotFound(NotFound):

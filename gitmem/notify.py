@@ -2,8 +2,9 @@
 
 Events are plain dicts. ``review.opened`` (after a run opened a review) carries ``namespace``,
 ``review`` (:meth:`gitmem.reviews.Review.to_dict`), ``summary`` ("consolidated 7 memories into
-3, review #2") and ``merges`` (``[{"before": [texts], "after": text}]``); ``review.closed``
-(after approve, reject, or a review found stale) carries ``namespace`` and ``review``.
+3, review #2") and ``merges`` (``[{"before": [texts], "after": text}]``); ``review.updated``
+(some commits approved or found stale, others still open) and ``review.closed`` (nothing left
+open: approved, rejected or stale) carry ``namespace`` and ``review``.
 
 Subscribers are functions ``fn(settings, event)``: registered in-process with :func:`subscribe`,
 or installed as entry points in the group ``gitmem.notifiers``. An event carries data only; a

@@ -44,7 +44,7 @@ from .repo import (
 from .repo import check_namespace as check_namespace
 from .repo.replays import replay_guard
 from .reviews import STATUSES as REVIEW_STATUSES
-from .reviews import Review, Reviews
+from .reviews import Review, Reviews, summarise
 from .semantic import Semantics
 from .settings import Settings
 
@@ -52,7 +52,7 @@ __all__ = [
     "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey", "BackedUp",
     "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Hit", "KeyStore", "Maintained", "MemoryService",
     "ObjectCounts", "Plan", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult",
-    "build_service", "check_id", "check_namespace", "refusal", "role_rank",
+    "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
 ]
 log = logging.getLogger(__name__)
 

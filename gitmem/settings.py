@@ -9,6 +9,7 @@ directly. Secrets live in the environment or in a file outside the repository
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -133,6 +134,8 @@ class Settings:
     slack_channel_namespaces: Mapping[str, str] = field(default_factory=dict)
     slack_reviewers: tuple[str, ...] = ()
     slack_review_channel: str | None = None
+    # Where people reach the web app (https://gitmem.example.com): links from Slack to a review.
+    public_url: str | None = None
 
     # Celery queue name: separate deployments (or test runs) sharing one broker use different ones.
     celery_queue: str = "gitmem"
@@ -152,6 +155,8 @@ class Settings:
             value = getattr(self, name)
             if not value >= low:  # NaN fails too
                 raise InvalidInput(f"GITMEM_{name.upper()} must be at least {low}, not {value!r}")
+        if self.public_url is not None and not re.match(r"^https?://[^\s/]+", self.public_url):
+            raise InvalidInput(f"GITMEM_PUBLIC_URL must be the web app's http(s) address, not {self.public_url!r}")
 
     @property
     def repos_dir(self) -> Path:

@@ -151,5 +151,7 @@ def test_a_run_never_overlaps_an_open_consolidation_review(redis_svc: MemoryServ
         redis_svc.consolidate("default")
     assert raised.value.number == 1
     assert [r.number for r in redis_svc.reviews.list("default")] == [1]
-    redis_svc.reviews.reject("default", 1, actor="alice")
-    assert redis_svc.consolidate("default").review == 2
+    redis_svc.reviews.reject("default", 1, actor="alice", reason="keep them apart")
+    # Once decided, a run may start again; the merge turned down is not proposed a second time.
+    again = redis_svc.consolidate("default")
+    assert again.review is None and again.summary == "nothing to consolidate"

@@ -23,6 +23,7 @@ from gitmem.web import secret_key
 
 from .conftest import Run, git, namespace_of
 from .test_concurrency import assert_linear, write_distinct
+from .test_consolidate import plant
 from .test_reviews import three_merges
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
@@ -181,6 +182,9 @@ def populate(svc: MemoryService, settings: Settings) -> dict[str, object]:
     remember_many(svc, 5)
     rejected = three_merges(svc)
     svc.reviews.reject("default", rejected, actor="bob", reason="not yet")
+    # A rejected merge is not proposed again: the open review needs memories of its own.
+    plant(svc, "Run the linters before every push.", days=2)
+    plant(svc, "Run the linters before every push (ruff and mypy).", days=1)
     open_review = svc.consolidate("default").review
     assert open_review is not None
     svc.init("team")

@@ -15,7 +15,7 @@ import pytest
 from gitmem import notify
 from gitmem.errors import Conflict, InvalidInput, ReviewNotFound, StaleReview
 from gitmem.repo import MAIN
-from gitmem.reviews import _number
+from gitmem.reviews import _number, summarise
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from tests.conftest import namespace_of
@@ -82,24 +82,42 @@ def test_approving_all_merges_every_commit_in_order(svc: MemoryService, fsck: Ca
     fsck("default")
 
 
-def test_partial_approval_merges_only_the_chosen_commits(svc: MemoryService) -> None:
+def test_partial_approval_merges_only_the_chosen_commits_and_keeps_the_rest_open(svc: MemoryService) -> None:
     number = three_merges(svc)
     commits = svc.reviews.diff("default", number)
     chosen = next(c for c in commits if any("提交代码" in (f.new_text or "") for f in c.files))
     review = svc.reviews.approve("default", number, actor="alice", commits=[chosen.id[:8]])
     assert review.approved_commits == [chosen.id]
+    assert review.status == "open"  # two commits are left to decide
+    assert [c.state for c in svc.reviews.diff("default", number)] == [
+        "merged" if c.id == chosen.id else "open" for c in commits]
     assert "提交代码之前一定要运行单元测试和格式检查。" in active(svc)
     assert "提交代码前必须运行单元测试。" not in active(svc)
     for older, newer in (TOPICS[0], TOPICS[2]):
         assert older in active(svc) and newer in active(svc)
     info = namespace_of(svc, "default").store.info(namespace_of(svc, "default").store.head())
     assert info.summary == chosen.summary and info.action == "consolidate"
-    # The dropped merges come back in the next run.
+    with pytest.raises(Conflict, match="merged already"):
+        svc.reviews.approve("default", number, actor="alice", commits=[chosen.id])
+    second = next(c for c in commits if c.id != chosen.id)
+    with pytest.raises(Conflict, match=r"1 commit\(s\) to merge now, not the 2 you saw"):
+        svc.reviews.approve("default", number, actor="alice", commits=[second.id], expected=2)
+    # The rest stays decidable: another one merges, the last is turned down.
+    assert svc.reviews.approve("default", number, actor="bob", commits=[second.id]).status == "open"
+    closed = svc.reviews.reject("default", number, actor="carol", reason="keep the deploy notes apart")
+    assert closed.status == "merged"  # in part: 2 of 3
+    assert [c.state for c in svc.reviews.diff("default", number)].count("skipped") == 1
+    assert closed.rejected and len(closed.rejected[0]["ids"]) == 2
+    # A merge turned down is not proposed again while its members stay as they were...
+    assert svc.consolidate("default").summary == "nothing to consolidate"
+    # ...but once one of them changes, it is.
+    rejected_ids = closed.rejected[0]["ids"]
+    svc.amend("default", rejected_ids[0], text=svc.show("default", rejected_ids[0]).text + " Always.")
     again = svc.consolidate("default")
-    assert again.summary == "consolidated 4 memories into 2, review #2"
+    assert again.review is not None and "consolidated 2 memories into 1" in again.summary
 
 
-def test_approval_after_main_changed_the_same_memory_marks_the_review_stale(svc: MemoryService) -> None:
+def test_approval_after_main_changed_the_same_memory_marks_only_that_commit_stale(svc: MemoryService) -> None:
     number = three_merges(svc)
     seen: list[dict[str, Any]] = []
 
@@ -111,24 +129,110 @@ def test_approval_after_main_changed_the_same_memory_marks_the_review_stale(svc:
         target = next(m for m in svc.list("default") if m.text == TOPICS[0][0])
         svc.amend("default", target.id, text="Use descriptive variable and method names (e.g., CalculateTotal, "
                                               "IsUserSignedIn).")
+        states = {c.id: c.state for c in svc.reviews.diff("default", number)}
+        assert sorted(states.values()) == ["open", "open", "stale"]
+        stale_id = next(k for k, v in states.items() if v == "stale")
         moved = main_head(svc)
-        with pytest.raises(StaleReview, match="main changed convention/"):
-            svc.reviews.approve("default", number, actor="alice")
+        with pytest.raises(StaleReview, match=f"commit {stale_id[:10]} .* is stale: main changed the text of "
+                                              "convention/.*run consolidation again.*nothing was merged"):
+            svc.reviews.approve("default", number, actor="alice", commits=[stale_id])
+        assert main_head(svc) == moved  # nothing merged
+        review = svc.reviews.approve("default", number, actor="alice")  # all: the two that still apply
     finally:
         notify.unsubscribe(listen)
-    assert main_head(svc) == moved  # nothing merged
-    review = svc.reviews.get("default", number)
-    assert review.status == "stale" and review.stale_reason and "run consolidation again" in review.stale_reason
-    assert seen[-1]["event"] == "review.closed" and seen[-1]["review"]["status"] == "stale"
-    with pytest.raises(StaleReview):
+    assert review.status == "merged" and review.commit_states[stale_id] == "stale"
+    assert review.stale_reason and "run consolidation again" in review.stale_reason
+    assert len(review.approved_commits) == 2
+    assert seen[-1]["event"] == "review.closed" and seen[-1]["review"]["status"] == "merged"
+    with pytest.raises(Conflict, match="already merged"):
         svc.reviews.approve("default", number, actor="alice")
-    # Re-run: a new review of the current state, which merges cleanly.
+    # The review is decided, so consolidation may run again on the current state.
     rerun = svc.consolidate("default")
-    assert rerun.review == number + 1
+    assert rerun.review is not None and rerun.summary.startswith("consolidated 2 memories into 1")
     svc.reviews.approve("default", rerun.review, actor="alice")
     # The amended statement names the most details, so the merge keeps its words.
     assert "Use descriptive variable and method names (e.g., CalculateTotal, IsUserSignedIn)." in active(svc)
 
+
+def test_uses_potency_and_confirmations_never_make_a_commit_stale(svc: MemoryService) -> None:
+    number = three_merges(svc)
+    for m in svc.list("default", limit=100)[:3]:
+        svc.feedback("default", m.id, "confirm", actor="zoe")
+    svc.recall("default", "docker compose")
+    svc.fold_usage("default")
+    assert {c.state for c in svc.reviews.diff("default", number)} == {"open"}
+    review = svc.reviews.approve("default", number, actor="alice")
+    assert review.status == "merged" and not review.commit_notes
+    assert active(svc) == sorted(newer for _, newer in TOPICS)
+
+
+def test_an_amendment_stays_approvable_after_a_fold_and_keeps_the_uses(svc: MemoryService) -> None:
+    memory = svc.remember("default", "We run MySQL 5.7 in production.").memory
+    assert memory is not None
+    number = svc.feedback("default", memory.id, "amend", actor="eve", text="We run MySQL 8.0 in production.").review
+    assert number is not None
+    svc.recall("default", "MySQL")
+    svc.fold_usage("default")
+    svc.feedback("default", memory.id, "confirm", actor="zoe")
+    used = svc.show("default", memory.id)
+    assert used.access_count >= 1 and used.verified == ("zoe",)
+    svc.reviews.approve("default", number, actor="maintainer")
+    after = svc.show("default", memory.id)
+    assert after.text == "We run MySQL 8.0 in production."
+    assert after.access_count == used.access_count and after.verified == ("zoe",)
+
+
+def test_a_stale_amendment_gives_advice_that_fits_an_amendment(svc: MemoryService) -> None:
+    memory = svc.remember("default", "We run MySQL 5.7 in production.").memory
+    assert memory is not None
+    number = svc.feedback("default", memory.id, "amend", actor="eve", text="We run MySQL 8.0 in production.").review
+    assert number is not None
+    svc.amend("default", memory.id, text="We run PostgreSQL 16 in production.")
+    with pytest.raises(StaleReview) as stale:
+        svc.reviews.approve("default", number, actor="maintainer")
+    assert "propose the change again" in str(stale.value) and "consolidation" not in str(stale.value)
+    assert svc.reviews.get("default", number).status == "stale"
+
+
+def test_a_memory_knows_its_open_review(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Use pnpm.").memory
+    other = svc.remember("default", "Use tabs.").memory
+    assert memory is not None and other is not None
+    number = svc.feedback("default", memory.id, "amend", actor="eve", text="Use pnpm 9.").review
+    assert svc.reviews.open_for("default", memory.id) == [number]
+    assert svc.reviews.open_for("default", other.id) == []
+
+
+def test_the_review_shows_words_and_fields_not_frontmatter(svc: MemoryService) -> None:
+    number = three_merges(svc)
+    commits = svc.reviews.diff("default", number)
+    chinese = next(c for c in commits if any("提交代码" in (m.before or "") for m in c.memories))
+    assert chinese.merge and chinese.result is not None
+    lost = {m.before: m.lost for m in chinese.members}
+    # Per character: Chinese has no spaces between words. The newer text is kept whole.
+    assert lost == {"提交代码前必须运行单元测试。": ["必", "须"], "提交代码之前一定要运行单元测试和格式检查。": []}
+    assert chinese.kept is not None and chinese.kept.change == "added"
+    data = chinese.to_dict()
+    assert data["lost_words"] == ["必", "须"] and data["state"] == "open"
+    assert summarise(commits).startswith("6 memories into 3")
+
+
+def test_word_diff_of_an_amendment(svc: MemoryService) -> None:
+    memory = svc.remember("default", "Format with black", tags=["python"]).memory
+    assert memory is not None
+    number = svc.feedback("default", memory.id, "amend", actor="eve", text="Format with ruff format").review
+    assert number is not None
+    [commit] = svc.reviews.diff("default", number)
+    [changed] = commit.memories
+    assert [(p.op, p.text) for p in changed.text] == [("same", "Format with "), ("del", "black"),
+                                                      ("ins", "ruff format")]
+    # The title follows the text, so it is not repeated as a changed field; nothing else changed.
+    assert changed.fields == [] and changed.fields_line() == ""
+    svc.amend("default", memory.id, tags=["python", "lint"], title="Formatter")
+    number = svc.feedback("default", memory.id, "amend", actor="eve", text="Format with ruff").review
+    assert number is not None
+    [commit] = svc.reviews.diff("default", number)
+    assert commit.memories[0].fields == []  # a title of its own stays: the amendment keeps it
 
 
 def test_approval_after_main_changed_a_memory_the_review_names_but_does_not_touch_is_stale(
@@ -145,12 +249,11 @@ def test_approval_after_main_changed_a_memory_the_review_names_but_does_not_touc
     assert set(commit.memory_ids) == {agent.id, user.id}
     svc.amend("default", user.id, text="Use short names for loop variables.")
     moved = main_head(svc)
-    base = svc.reviews.get("default", result.review).base
     with pytest.raises(StaleReview) as stale:
         svc.reviews.approve("default", result.review, actor="alice")
-    assert str(stale.value) == (f"review #{result.review} is stale: main changed memories {user.id} after the "
-                                f"review was opened at {base[:10]}; run consolidation again to review the "
-                                "current state")
+    assert str(stale.value) == (f"review #{result.review}: commit {commit.id[:10]} (\"{commit.summary}\") is "
+                                f"stale: main changed the text of {user.path} after the review was opened; "
+                                "run consolidation again to review the current state; nothing was merged")
     assert main_head(svc) == moved
     assert svc.show("default", agent.id).text == "Use descriptive variable and method names, always."
     assert svc.reviews.get("default", result.review).status == "stale"
@@ -235,6 +338,9 @@ def test_bad_input_is_refused_and_changes_nothing(svc: MemoryService) -> None:
         svc.reviews.get("default", 0)
     with pytest.raises(ReviewNotFound, match="no review #99"):
         svc.reviews.get("default", 99)
+    for reason in ("", "   "):
+        with pytest.raises(InvalidInput, match="a reason is required"):
+            svc.reviews.reject("default", number, actor="bob", reason=reason)
     assert main_head(svc) == before
     assert svc.reviews.get("default", number).status == "open"
 
@@ -301,15 +407,21 @@ def test_cli_consolidate_and_review_commands(svc: MemoryService, settings: Setti
     assert len(shown["commits"]) == 3
     text = cli(settings, "review", "show", "1").stdout
     assert "--- /dev/null" in text and "Reason: offline rules" in text
+    assert "what changes: 6 memories into 3" in text and "[open]" in text
+    assert "merged away; words lost: 必 须" in text
+    assert shown["commits"][0]["state"] == "open" and "lost_words" in shown["commits"][0]
     cli(settings, "review", "comment", "1", "ship it", "--actor", "carol")
     sha = shown["commits"][0]["id"]
     approved = json.loads(cli(settings, "review", "approve", "1", "--commit", sha, "--actor", "alice",
                               "--json").stdout)
-    assert approved["status"] == "merged" and approved["approved_commits"] == [sha]
+    assert approved["status"] == "open" and approved["approved_commits"] == [sha]
+    assert approved["commit_states"] == {sha: "merged"}
     assert approved["comments"][0]["text"] == "ship it"
-    again = cli(settings, "review", "approve", "1", ok=False)
-    assert again.returncode == 4 and again.stderr.startswith("error: review #1 is already merged")
-    missing = cli(settings, "review", "reject", "7", ok=False)
+    again = cli(settings, "review", "approve", "1", "--commit", sha, ok=False)
+    assert again.returncode == 4 and again.stderr.startswith(f"error: commit {sha[:10]} of review #1 is merged")
+    rest = cli(settings, "review", "approve", "1", "--actor", "alice")
+    assert rest.stdout.startswith("review #1: merged 3 of 3")
+    missing = cli(settings, "review", "reject", "7", "--reason", "no", ok=False)
     assert missing.returncode == 3 and "no review #7" in missing.stderr
 
 
@@ -325,8 +437,10 @@ def test_cli_review_reject(svc: MemoryService, settings: Settings) -> None:
     assert main_head(svc) == before
     assert active(svc) == sorted(text for pair in TOPICS for text in pair)
     assert listed["branch"] not in git(settings.repos_dir / "default.git", "for-each-ref", "--format=%(refname)")
-    again = cli(settings, "review", "reject", str(number), "--json", ok=False)
+    again = cli(settings, "review", "reject", str(number), "--reason", "again", "--json", ok=False)
     assert again.returncode == 4 and again.stderr == f"error: review #{number} is already rejected\n"
+    no_reason = cli(settings, "review", "reject", str(number), ok=False)
+    assert no_reason.returncode == 2 and "--reason" in no_reason.stderr
 
 
 def test_reading_reviews_writes_nothing(svc: MemoryService) -> None:
@@ -348,3 +462,43 @@ def test_a_review_number_is_ascii_digits(number: str) -> None:
 
 def test_a_review_number_may_have_a_hash() -> None:
     assert _number("#3") == _number(" 3 ") == _number(3) == 3
+
+
+def test_a_memory_merged_away_points_to_the_one_that_replaced_it(svc: MemoryService, settings: Settings) -> None:
+    number = three_merges(svc)
+    [commit] = [c for c in svc.reviews.diff("default", number)
+                if any("提交代码" in (m.before or "") for m in c.memories)]
+    gone = commit.members[0].id
+    svc.reviews.approve("default", number, actor="alice")
+    assert svc.reviews.successor("default", gone) == commit.result
+    shown = cli(settings, "show", gone, ok=False)
+    assert shown.returncode == 3 and f"was merged into {commit.result}" in shown.stderr
+    assert svc.reviews.successor("default", "0000000000") is None
+
+
+def test_cli_feedback_confirms_discusses_and_proposes(svc: MemoryService, settings: Settings) -> None:
+    memory = svc.remember("default", "Use pnpm.").memory
+    assert memory is not None
+    confirmed = json.loads(cli(settings, "feedback", memory.id, "confirm", "--actor", "zoe", "--json").stdout)
+    assert confirmed["action"] == "confirm" and confirmed["memory"]["verified"] == ["zoe"]
+    cli(settings, "feedback", memory.id, "discuss", "which version?", "--actor", "zoe")
+    assert [c.text for c in svc.discussion("default", memory.id)] == ["which version?"]
+    proposed = cli(settings, "feedback", memory.id, "amend", "Use pnpm 9.", "--actor", "eve")
+    assert "opened review #1" in proposed.stdout and svc.show("default", memory.id).text == "Use pnpm."
+    bad = cli(settings, "feedback", memory.id, "like", ok=False)
+    assert bad.returncode == 2 and "like" in bad.stderr
+
+
+def test_the_cli_records_the_local_user_for_every_write(svc: MemoryService, settings: Settings) -> None:
+    import getpass
+
+    me = getpass.getuser()
+    added = json.loads(cli(settings, "remember", "Use tabs.", "--json").stdout)
+    memory_id = added["memory"]["id"]
+    cli(settings, "amend", memory_id, "Use spaces.")
+    cli(settings, "forget", memory_id, "--reason", "style guide moved")
+    cli(settings, "feedback", memory_id, "discuss", "why?")
+    actors = [c.actor for c in svc.log("default", limit=4)]
+    assert actors == [me, me, me, me]
+    cli(settings, "amend", memory_id, "Use tabs again.", "--actor", "ci")
+    assert svc.log("default", limit=1)[0].actor == "ci"

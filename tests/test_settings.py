@@ -106,6 +106,7 @@ VARIABLES: dict[str, tuple[str, str, Any]] = {
                                  {"C1": "team", "C2": "ops"}),
     "slack_reviewers": ("GITMEM_SLACK_REVIEWERS", "U123,U456", ("U123", "U456")),
     "slack_review_channel": ("GITMEM_SLACK_REVIEW_CHANNEL", "CREVIEWS", "CREVIEWS"),
+    "public_url": ("GITMEM_PUBLIC_URL", "https://gitmem.example.com", "https://gitmem.example.com"),
     "celery_queue": ("GITMEM_CELERY_QUEUE", "gitmem-staging", "gitmem-staging"),
     "state_home": ("GITMEM_STATE_HOME", "~/gitmem-test-state", Path.home() / "gitmem-test-state"),
     "broker_visibility_timeout": ("GITMEM_BROKER_VISIBILITY_TIMEOUT", "120", 120.0),
@@ -280,3 +281,9 @@ def test_the_cli_reports_a_broken_config_file_in_one_line(tmp_path: Path) -> Non
     assert done.returncode == 2 and done.stderr.startswith("error: GITMEM_CONFIG file ")
     assert len(done.stderr.splitlines()) == 1, done.stderr
 
+
+
+@pytest.mark.parametrize("url", ["gitmem.example.com", "ftp://x", "https://", "javascript:alert(1)"])
+def test_a_public_url_must_be_a_web_address(url: str) -> None:
+    with pytest.raises(InvalidInput, match="GITMEM_PUBLIC_URL must be the web app's http"):
+        Settings.from_env({"GITMEM_PUBLIC_URL": url})

@@ -234,7 +234,7 @@ def test_the_trigger_waits_while_a_consolidation_review_is_open(svc: MemoryServi
     assert result.review is not None
     later = concepts.now() + timedelta(hours=25)
     assert not svc.should_trigger("default", later)  # a day since the run, but its review is open
-    svc.reviews.reject("default", result.review, actor="alice")
+    svc.reviews.reject("default", result.review, actor="alice", reason="not now")
     assert svc.should_trigger("default", later)
     # An open review of another kind (an amendment) does not hold consolidation back.
     memory = svc.list("default")[0]

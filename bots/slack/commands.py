@@ -109,4 +109,4 @@ def run(bot: Bot, cmd: Command, command: dict[str, Any], respond: Respond, clien
     elif cmd.name == "review":
         reviews = [r.to_dict() for r in service.reviews.list(ns, status="open")]
         respond(response_type="ephemeral", text=f"{len(reviews)} open reviews in {escape(ns)}",
-                blocks=review_list_blocks(ns, reviews))
+                blocks=review_list_blocks(ns, reviews, service.settings.public_url))

@@ -13,11 +13,12 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
+from gitmem.errors import GitmemError
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 
 from .app import web_client
-from .blocks import review_blocks, review_outcome
+from .blocks import context, merge_as_commit, review_blocks, review_outcome, review_url
 from .bot import Bot
 from .reviews import PostedReviews, redraw_posted
 from .text import clip, escape
@@ -26,7 +27,7 @@ log = logging.getLogger(__name__)
 
 
 def on_event(settings: Settings, event: Mapping[str, Any]) -> None:
-    """Post ``review.opened`` to the review channel; redraw the message on ``review.closed``."""
+    """Post ``review.opened`` to the review channel; redraw it on ``review.updated`` and ``review.closed``."""
     if not settings.slack_bot_token or not settings.slack_review_channel:
         return
     kind = event.get("event")
@@ -36,13 +37,30 @@ def on_event(settings: Settings, event: Mapping[str, Any]) -> None:
         return
     number = int(review["number"])
     client = web_client(settings)
+    url = review_url(settings.public_url, namespace, number)
     try:
         if kind == "review.opened":
             summary = str(event.get("summary") or review.get("title") or f"review #{number}")
-            blocks = review_blocks(namespace, review, summary, list(event.get("merges") or []))
+            try:
+                commits = [c.to_dict() for c in MemoryService(settings).reviews.diff(namespace, number)]
+            except GitmemError as exc:  # gone meanwhile, or another host's repository: the event's merges
+                log.info("review #%s of %s: drawing it from the event (%s)", number, namespace, exc)
+                commits = [merge_as_commit(m) for m in event.get("merges") or [] if isinstance(m, Mapping)]
+            blocks = review_blocks(namespace, review, summary, commits, url=url)
             text = f"Review #{number} in {escape(namespace)}: {escape(clip(summary, 200))}"
             sent = client.chat_postMessage(channel=settings.slack_review_channel, blocks=blocks, text=text)
             PostedReviews(settings.state_dir).save(namespace, number, str(sent["channel"]), str(sent["ts"]), blocks)
+        elif kind == "review.updated":
+            # Decided in part (web, CLI or Slack): draw the card again with what is left to decide.
+            posted = PostedReviews(settings.state_dir).load(namespace, number)
+            if posted:
+                service = MemoryService(settings)
+                commits = [c.to_dict() for c in service.reviews.diff(namespace, number)]
+                outcome = review_outcome(review)
+                blocks = [*review_blocks(namespace, review, str(review.get("title") or ""), commits, url=url),
+                          context(outcome, block_id="gitmem_review_outcome")]
+                client.chat_update(channel=posted["channel"], ts=posted["ts"], text=outcome, blocks=blocks)
+                PostedReviews(settings.state_dir).save(namespace, number, posted["channel"], posted["ts"], blocks)
         elif kind == "review.closed":
             redraw_posted(Bot(MemoryService(settings)), client, namespace, number, review_outcome(review))
     except SlackApiError as exc:

@@ -27,14 +27,17 @@ from .blocks import (
     REJECT_REVIEW,
     REVIEW_ACTIONS_BLOCK,
     RUN_CONSOLIDATION,
+    VIEW_REVIEW,
     Block,
     context,
     decided_blocks,
     error_text,
     parse_review_value,
-    review_buttons,
+    review_blocks,
+    review_count,
     review_list_blocks,
     review_outcome,
+    review_url,
     text_section,
 )
 from .bot import Bot, Target, metadata
@@ -103,8 +106,8 @@ def show_decision(bot: Bot, client: WebClient, body: Mapping[str, Any], target: 
         posted = redraw_posted(bot, client, namespace, number, outcome)
     if list_message:
         still_open = [r.to_dict() for r in bot.service.reviews.list(namespace, status="open")]
-        bot.update(client, target, [*review_list_blocks(namespace, still_open), context(f"#{number}: {outcome}")],
-                   outcome)
+        listed = review_list_blocks(namespace, still_open, bot.settings.public_url)
+        bot.update(client, target, [*listed, context(f"#{number}: {outcome}")], outcome)
     elif posted is None or (posted.channel, posted.ts) != (target.channel, target.ts):
         blocks = (body.get("message") or {}).get("blocks") or [text_section(f"Review #{number}")]
         bot.update(client, target, decided_blocks(blocks, outcome), outcome)
@@ -130,8 +133,14 @@ def register(app: App, bot: Bot) -> None:
         if not is_reviewer(bot.settings, user):
             refuse(client, target, user, "approve")
             return
+        count = review_count(body["actions"][0]["value"])
+        if count is None:
+            bot.tell(client, target.channel, user, error_text(
+                f"This button does not say how many changes it merges; open review #{number} "
+                "(`/mem review`) and approve it from there."))
+            return
         try:
-            review = bot.service.reviews.approve(namespace, number, actor=actor(user))
+            review = bot.service.reviews.approve(namespace, number, actor=actor(user), expected=count)
         except GitmemError as exc:
             bot.tell(client, target.channel, user, error_text(str(exc)))
             return
@@ -203,13 +212,18 @@ def register(app: App, bot: Bot) -> None:
             return
         blocks: list[Block] = [text_section(f":broom: `{escape(namespace)}`: {escape(clip(result.summary, 2000))}")]
         if result.review is not None:
-            blocks.append(context(f"Review #{result.review} is open{where}; reviewers can approve it here too."))
-            blocks.append(review_buttons(namespace, result.review))
+            # The same card as the review channel's: Approve only beside the changes it merges.
+            review = bot.service.reviews.get(namespace, result.review)
+            commits = [c.to_dict() for c in bot.service.reviews.diff(namespace, result.review)]
+            blocks = [*review_blocks(namespace, review.to_dict(), result.summary, commits,
+                                     url=review_url(settings.public_url, namespace, result.review)),
+                      context(f"Review #{result.review} is open{where}.")]
         respond(replace_original=True, text=escape(result.summary), blocks=blocks)
 
     def cancel_consolidation(respond: Respond) -> None:
         respond(replace_original=True, text="Consolidation cancelled; nothing was changed.")
 
+    app.action(VIEW_REVIEW)(just_ack)  # a link: Slack opens it, and tells the app it was pressed
     app.action(APPROVE_REVIEW)(ack=just_ack, lazy=[approve])
     app.action(REJECT_REVIEW)(ack=just_ack, lazy=[ask_reason])
     app.view(REJECT_REVIEW_VIEW)(ack=ack_reason, lazy=[reject])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import getpass
 import json
 import sys
 from collections.abc import Callable
@@ -91,3 +92,8 @@ def read_text_arg(text: str) -> str:
         except UnicodeDecodeError as exc:
             raise InvalidInput(f"standard input is not valid UTF-8 (byte {exc.start})") from exc
     return text
+
+
+def actor_of(actor: str | None) -> str:
+    """Who acts from the command line: ``--actor`` when given, else the local user (the one rule for every command)."""
+    return actor or getpass.getuser()

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import getpass
 import re
 import warnings
 from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..service import REVIEW_STATUSES
-from .base import emit, json_option, main, namespace_option, ns_name, service, settings
+from ..service import REVIEW_STATUSES, summarise
+from .base import actor_of, emit, json_option, main, namespace_option, ns_name, service, settings
 
 if TYPE_CHECKING:  # imported in the commands: consolidation pulls in the LLM client, slow to load
     from ..service import Review, RunResult
@@ -29,7 +28,27 @@ def _actor_option(func: Any) -> Any:
 
 
 def _actor(actor: str | None) -> str:
-    return actor or getpass.getuser()
+    return actor_of(actor)
+
+
+def _inline(pieces: list[Any]) -> str:
+    """A word diff on one line, as ``git diff --word-diff`` writes it: ``[-old-]{+new+}``."""
+    marks = {"del": ("[-", "-]"), "ins": ("{+", "+}"), "same": ("", "")}
+    return "".join(f"{marks[p.op][0]}{p.text}{marks[p.op][1]}" for p in pieces)
+
+
+def _progress(review: Review) -> str:
+    """``merged 4 of 8 as 1a2b3c4d5e; 4 open``."""
+    states = list(review.commit_states.values())
+    total = max(len(states), review.commit_count)
+    text = f"merged {states.count('merged')} of {total}"
+    if review.merged_commit:
+        text += f" as {review.merged_commit[:10]}"
+    for state in ("open", "stale", "skipped"):
+        n = total - len(states) if state == "open" else states.count(state)
+        if n:
+            text += f"; {n} {state}"
+    return text
 
 
 def _review_line(review: Review) -> str:
@@ -134,10 +153,20 @@ def review_show(number: int, namespace: str | None, as_json: bool) -> None:
             click.echo(f"stale: {found.stale_reason}")
         if found.description:
             click.echo(found.description)
+        click.echo(f"what changes: {summarise(commits)}")
         for commit in commits:
-            click.echo(f"\ncommit {commit.id[:10]}  {commit.summary}")
+            click.echo(f"\ncommit {commit.id[:10]}  [{commit.state}]  {commit.summary}")
+            if commit.note:
+                click.echo(f"stale: {commit.note}")
             if commit.reason:
                 click.echo(commit.reason)
+            for memory in commit.memories:
+                if memory.change == "changed" and memory.text_changed:
+                    click.echo(f"  {memory.id} text: {_inline(memory.text)}")
+                if memory.fields:
+                    click.echo(f"  {memory.id} fields: {memory.fields_line()}")
+                if memory.lost:
+                    click.echo(f"  {memory.id} merged away; words lost: {' '.join(memory.lost)}")
             for f in commit.files:
                 click.echo(f.unified.rstrip("\n"))
         for c in found.comments:
@@ -155,23 +184,23 @@ def review_show(number: int, namespace: str | None, as_json: bool) -> None:
 @json_option
 def review_approve(number: int, commits: tuple[str, ...], actor: str | None, namespace: str | None,
                    as_json: bool) -> None:
-    """Merge a review (or only some of its commits) into main."""
+    """Merge a review's open commits (or only some of them) into main; the rest stay open."""
     found = service().reviews.approve(ns_name(namespace), number, actor=_actor(actor),
                                       commits=list(commits) if commits else None)
-    emit(found.to_dict(), as_json,
-         lambda: click.echo(f"review #{found.number} merged as {str(found.merged_commit)[:10]}"))
+    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number}: {_progress(found)}"))
 
 
 @review.command(name="reject")
 @click.argument("number", callback=_review_number)
-@click.option("--reason", default="", help="Why (added to the thread).")
+@click.option("--reason", required=True, help="Why (added to the thread, so the author knows what to change).")
 @_actor_option
 @namespace_option
 @json_option
 def review_reject(number: int, reason: str, actor: str | None, namespace: str | None, as_json: bool) -> None:
     """Close a review without merging; main is untouched."""
     found = service().reviews.reject(ns_name(namespace), number, actor=_actor(actor), reason=reason)
-    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number} rejected"))
+    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number} rejected"
+                                                      + (f" ({_progress(found)})" if found.status == "merged" else "")))
 
 
 @review.command(name="comment")

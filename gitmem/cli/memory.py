@@ -9,9 +9,9 @@ from click.core import ParameterSource
 
 from .. import concepts
 from ..concepts import Memory
-from ..errors import InvalidInput, NamespaceNotFound
-from ..service import CommitInfo, WriteResult
-from .base import emit, json_option, main, namespace_option, ns_name, read_text_arg, service
+from ..errors import InvalidInput, MemoryNotFound, NamespaceNotFound
+from ..service import FEEDBACK_ACTIONS, CommitInfo, WriteResult
+from .base import actor_of, emit, json_option, main, namespace_option, ns_name, read_text_arg, service
 
 # Types and sources are checked by the service, so a bad one gets the same one-line error as
 # every other bad input.
@@ -52,7 +52,7 @@ def init(namespace: str | None, as_json: bool) -> None:
 @click.option("--path", "paths", multiple=True, help="A file, folder or glob the memory is about (repeat).")
 @click.option("--title", help="Title (default: the first line of the text).")
 @click.option("--source", default="user", show_default=True, help=_SOURCE_HELP)
-@click.option("--author", help="Who said it.")
+@click.option("--author", help="Who said it (default: the local user); the commit names them too.")
 @click.option("--pending", is_flag=True, help="Store as pending until consolidation promotes it.")
 @namespace_option
 @json_option
@@ -79,7 +79,7 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     paths = paths or note.get("paths", ())
     def write() -> WriteResult:
         return service().remember(name, body, type=memory_type, title=title, tags=tags, paths=paths,
-                                  source=source, author=author, state="pending" if pending else "active")
+                                  source=source, author=actor_of(author), state="pending" if pending else "active")
 
     try:
         result = write()
@@ -125,8 +125,11 @@ def recall(query: str, paths: tuple[str, ...], limit: int, archived: bool, no_re
 @namespace_option
 @json_option
 def show(memory_id: str, namespace: str | None, as_json: bool) -> None:
-    """Show one memory with all its fields."""
-    memory = service().show(ns_name(namespace), memory_id)
+    """Show one memory with all its fields (for one merged away: the memory that replaced it)."""
+    try:
+        memory = service().show(ns_name(namespace), memory_id)
+    except MemoryNotFound as exc:
+        raise service().reviews.missing(ns_name(namespace), memory_id, exc) from None
     emit(memory.to_dict(), as_json, lambda: click.echo(concepts.render(memory).decode(), nl=False))
 
 
@@ -138,7 +141,7 @@ def show(memory_id: str, namespace: str | None, as_json: bool) -> None:
 @click.option("--tag", "tags", multiple=True, help="Replace the tags (repeat).")
 @click.option("--path", "paths", multiple=True, help="Replace the paths (repeat).")
 @click.option("--tenured/--not-tenured", default=None, help="Keep it from decaying out of the active tier.")
-@click.option("--actor", help="Who is amending.")
+@click.option("--actor", help="Who is amending (default: the local user).")
 @namespace_option
 @json_option
 def amend(memory_id: str, text: str | None, title: str | None, memory_type: str | None,
@@ -147,7 +150,7 @@ def amend(memory_id: str, text: str | None, title: str | None, memory_type: str 
     """Change a memory's TEXT ('-' for standard input), title, type, tags, paths or tenure."""
     result = service().amend(
         ns_name(namespace), memory_id, text=None if text is None else read_text_arg(text), title=title,
-        type=memory_type, tags=tags or None, paths=paths or None, tenured=tenured, actor=actor,
+        type=memory_type, tags=tags or None, paths=paths or None, tenured=tenured, actor=actor_of(actor),
     )
     emit(result.to_dict(), as_json, lambda: click.echo(f"{result.outcome}: {memory_id}"))
 
@@ -156,13 +159,13 @@ def amend(memory_id: str, text: str | None, title: str | None, memory_type: str 
 @click.argument("memory_id")
 @click.option("--purge", is_flag=True, help="Delete the file instead of archiving it.")
 @click.option("--reason", help="Why (kept in the commit and the memory).")
-@click.option("--actor", help="Who is forgetting it.")
+@click.option("--actor", help="Who is forgetting it (default: the local user).")
 @namespace_option
 @json_option
 def forget(memory_id: str, purge: bool, reason: str | None, actor: str | None, namespace: str | None,
            as_json: bool) -> None:
     """Archive a memory (kept, never recalled); --purge deletes its file (git history keeps it)."""
-    result = service().forget(ns_name(namespace), memory_id, purge=purge, reason=reason, actor=actor)
+    result = service().forget(ns_name(namespace), memory_id, purge=purge, reason=reason, actor=actor_of(actor))
     emit(result.to_dict(), as_json, lambda: click.echo(f"{result.outcome}: {memory_id}"))
 
 
@@ -187,24 +190,24 @@ def log(memory_id: str | None, limit: int, namespace: str | None, as_json: bool)
 
 @main.command()
 @click.argument("commit")
-@click.option("--actor", help="Who is reverting.")
+@click.option("--actor", help="Who is reverting (default: the local user).")
 @namespace_option
 @json_option
 def revert(commit: str, actor: str | None, namespace: str | None, as_json: bool) -> None:
     """Undo one commit with a new commit; refuses (and changes nothing) if it would conflict."""
-    result = service().revert(ns_name(namespace), commit, actor=actor)
+    result = service().revert(ns_name(namespace), commit, actor=actor_of(actor))
     emit(result.to_dict(), as_json, lambda: click.echo(f"{result.outcome}: {result.commit or commit}"))
 
 
 @main.command()
 @click.argument("memory_id")
 @click.argument("commit")
-@click.option("--actor", help="Who is restoring.")
+@click.option("--actor", help="Who is restoring (default: the local user).")
 @namespace_option
 @json_option
 def restore(memory_id: str, commit: str, actor: str | None, namespace: str | None, as_json: bool) -> None:
     """Bring a memory back to how it was at COMMIT (see `gitmem log MEMORY_ID`)."""
-    result = service().restore(ns_name(namespace), memory_id, commit, actor=actor)
+    result = service().restore(ns_name(namespace), memory_id, commit, actor=actor_of(actor))
     emit(result.to_dict(), as_json, lambda: click.echo(f"{result.outcome}: {memory_id}"))
 
 
@@ -282,3 +285,28 @@ def fold(namespace: str | None, as_json: bool) -> None:
     """Fold recorded uses (from recall) into the memory files in one commit."""
     commit = service().fold_usage(ns_name(namespace))
     emit({"commit": commit}, as_json, lambda: click.echo(f"folded: {commit}" if commit else "no uses to fold"))
+
+
+@main.command()
+@click.argument("memory_id")
+@click.argument("action", type=click.Choice(FEEDBACK_ACTIONS))
+@click.argument("text", required=False)
+@click.option("--actor", help="Who gives the feedback (default: the local user).")
+@namespace_option
+@json_option
+def feedback(memory_id: str, action: str, text: str | None, actor: str | None, namespace: str | None,
+             as_json: bool) -> None:
+    """Confirm, reject (TEXT: why), discuss (TEXT: the comment) or amend (TEXT: the new text) a memory.
+
+    The same feedback as the webhook, the pages and Slack: an amendment from someone the policy
+    does not let change main directly opens a review.
+    """
+    result = service().feedback(ns_name(namespace), memory_id, action, actor=actor_of(actor), text=text)
+
+    def human() -> None:
+        if result.review is not None:
+            click.echo(f"{action}: {memory_id}: opened review #{result.review} (`gitmem review show {result.review}`)")
+        else:
+            click.echo(f"{action}: {memory_id}" + (f" in {result.commit[:10]}" if result.commit else " (no change)"))
+
+    emit(result.to_dict(), as_json, human)

@@ -283,14 +283,32 @@ class Store:
         walker.hide(pygit2.Oid(hex=base))
         return list(walker)
 
-    def file_changes(self, commit: pygit2.Commit) -> list[FileChange]:
-        """What ``commit`` changed against its first parent, file by file, with the texts."""
-        if commit.parents:
+    def file_changes(self, commit: pygit2.Commit, since: pygit2.Commit | None = None) -> list[FileChange]:
+        """What ``commit`` changed against ``since`` (default: its first parent), file by file, with the texts."""
+        if since is not None:
+            diff = since.tree.diff_to_tree(commit.tree)
+        elif commit.parents:
             diff = commit.parents[0].tree.diff_to_tree(commit.tree)
         else:
             diff = commit.tree.diff_to_tree(swap=True)
         out = []
         for delta in diff.deltas:
+            status = {"A": "added", "D": "deleted"}.get(delta.status_char(), "modified")
+            old_path = None if status == "added" else delta.old_file.path
+            new_path = None if status == "deleted" else delta.new_file.path
+            out.append(FileChange(
+                path=new_path or old_path or "", status=status, old_path=old_path, new_path=new_path,
+                old_text=None if old_path is None else self._text(delta.old_file.id),
+                new_text=None if new_path is None else self._text(delta.new_file.id),
+            ))
+        return out
+
+    def revert_preview(self, target: pygit2.Commit, onto: pygit2.Commit) -> list[FileChange]:
+        """What reverting ``target`` on top of ``onto`` would change, file by file; writes only objects."""
+        tree = self.repo[self.revert_change(target, onto)]
+        assert isinstance(tree, pygit2.Tree)
+        out = []
+        for delta in onto.tree.diff_to_tree(tree).deltas:
             status = {"A": "added", "D": "deleted"}.get(delta.status_char(), "modified")
             old_path = None if status == "added" else delta.old_file.path
             new_path = None if status == "deleted" else delta.new_file.path
@@ -485,6 +503,18 @@ class Store:
                                    [tip.id]))
             tip = self.commit(str(oid))
         return tip
+
+    def recommit(self, commit: pygit2.Commit, onto: pygit2.Commit, changes: Changes) -> pygit2.Commit:
+        """``commit``'s message and author on top of ``onto`` with ``changes`` as its files; no ref moves.
+
+        For a change computed again on a newer main (a review commit whose memory gained uses
+        meanwhile), which must still read as the commit that was reviewed.
+        """
+        tree = self.write_tree(onto.tree, changes)
+        committer = pygit2.Signature("gitmem", "gitmem@localhost")
+        oid = _writing(partial(self.repo.create_commit, None, commit.author, committer, commit.message, tree,
+                               [onto.id]))
+        return self.commit(str(oid))
 
     def delete_ref(self, ref: str) -> None:
         """Remove a ref if it exists, taking turns with ``git pack-refs`` (see :func:`packing_refs`)."""

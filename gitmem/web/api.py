@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 from kombu.exceptions import OperationalError
 
-from ..errors import InvalidInput, PermissionDenied, Unavailable
+from ..errors import InvalidInput, MemoryNotFound, PermissionDenied, Unavailable
 from ..service import REVIEW_STATUSES, MemoryService, check_namespace
 from . import inputs
 from .auth import caller, require
@@ -119,9 +119,12 @@ def remember(ns: str) -> tuple[Response, int]:
 
 @bp.get("/namespaces/<ns>/memories/<memory_id>")
 def get_memory(ns: str, memory_id: str) -> Response:
-    """Show one memory by id."""
+    """Show one memory by id; for one merged away, the 404 names the memory that replaced it."""
     require(ns, "reader")
-    return jsonify(service().show(ns, memory_id).to_dict())
+    try:
+        return jsonify(service().show(ns, memory_id).to_dict())
+    except MemoryNotFound as exc:
+        raise reviews().missing(ns, memory_id, exc) from None
 
 
 @bp.patch("/namespaces/<ns>/memories/<memory_id>")
@@ -305,19 +308,25 @@ def show_review(ns: str, number: str) -> Response:
 
 @bp.post("/namespaces/<ns>/reviews/<number>/approve")
 def approve(ns: str, number: str) -> Response:
-    """Approve a review (reviewer): merge its commits, or only those listed in ``commits``, into main."""
+    """Approve a review (reviewer): merge its open commits, or only those listed in ``commits``, into main.
+
+    ``expected``: how many commits the caller saw to merge; any other number merges nothing (409).
+    """
     who = require(ns, "reviewer")
     data = inputs.body()
-    inputs.known(data, "commits")
+    inputs.known(data, "commits", "expected")
     n = review_number(number)
+    expected = data.get("expected")
+    if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 1):
+        raise InvalidInput("expected must be a whole number of commits, 1 or more")
     service().require(ns)
-    review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"))
+    review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"), expected=expected)
     return jsonify(review.to_dict())
 
 
 @bp.post("/namespaces/<ns>/reviews/<number>/reject")
 def reject(ns: str, number: str) -> Response:
-    """Reject a review with an optional reason (reviewer); main is not touched."""
+    """Reject what is left of a review, with a reason (required; reviewer); main is not touched."""
     who = require(ns, "reviewer")
     data = inputs.body()
     inputs.known(data, "reason")

@@ -198,12 +198,12 @@ def document() -> dict[str, Any]:
         review_path: {"get": _op("A review with its commits and diffs", "reader",
                                  _json(_ref("Review"), "The review"), params=[NS, NUMBER])},
         f"{review_path}/approve": {
-            "post": _op("Approve and merge (all commits, or those listed)", "reviewer",
+            "post": _op("Approve and merge (every open commit, or those listed; the rest stay open)", "reviewer",
                         _json(_ref("Review"), "Merged"), params=[NS, NUMBER],
-                        body=_obj({"commits": STRS}))},
+                        body=_obj({"commits": STRS, "expected": {"type": "integer", "minimum": 1}}))},
         f"{review_path}/reject": {
-            "post": _op("Reject the review", "reviewer", _json(_ref("Review"), "Rejected"),
-                        params=[NS, NUMBER], body=_obj({"reason": STR}))},
+            "post": _op("Reject what is left of the review, saying why", "reviewer", _json(_ref("Review"), "Rejected"),
+                        params=[NS, NUMBER], body=_obj({"reason": {"type": "string", "minLength": 1}}, ("reason",)))},
         f"{review_path}/comments": {
             "post": _op("Comment on the review", "writer", _json(_ref("Review"), "Commented"),
                         params=[NS, NUMBER], body=_obj({"text": {"type": "string", "minLength": 1}},

@@ -38,8 +38,8 @@ from markupsafe import Markup
 from werkzeug.wrappers import Response as BaseResponse
 
 from ..concepts import STATES, TYPES, iso
-from ..errors import GitmemError, PermissionDenied
-from ..service import REVIEW_STATUSES
+from ..errors import GitmemError, MemoryNotFound, PermissionDenied
+from ..service import REVIEW_STATUSES, summarise
 from ..templating import templates_dir
 from .api import review_number, reviews, service
 from .auth import Caller, Unauthenticated, keystore, require
@@ -81,6 +81,30 @@ def _timestamp(seconds: Any) -> str:
     return iso(datetime.fromtimestamp(int(seconds), UTC))
 
 
+@bp.app_template_filter("human")
+def human_time(moment: Any, at: datetime | None = None) -> str:
+    """A moment as a person says it: ``just now``, ``5 minutes ago``, ``yesterday``, ``3 Mar 2024``."""
+    if isinstance(moment, int | float):
+        moment = datetime.fromtimestamp(moment, UTC)
+    if not isinstance(moment, datetime):
+        return str(moment or "")
+    # gitmem writes UTC; a time without a zone is one of those.
+    when: datetime = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    at = at or datetime.now(UTC)
+    seconds = (at - when).total_seconds()
+    if seconds < 0:
+        return when.strftime("%-d %b %Y %H:%M")
+    for limit, size, unit in ((60, 1, ""), (3600, 60, "minute"), (86400, 3600, "hour"), (7 * 86400, 86400, "day")):
+        if seconds < limit:
+            if not unit:
+                return "just now"
+            n = int(seconds // size)
+            if unit == "day" and n == 1:
+                return "yesterday"
+            return f"{n} {unit}{'' if n == 1 else 's'} ago"
+    return when.strftime("%-d %b %Y")
+
+
 def side_by_side(old: str | None, new: str | None) -> Markup:
     """A two-column diff table (difflib escapes every line it shows)."""
     table = difflib.HtmlDiff(wrapcolumn=60).make_table(
@@ -103,7 +127,12 @@ def csrf_token() -> str:
 @bp.app_context_processor
 def _globals() -> dict[str, Any]:
     return {"csrf_token": csrf_token, "markdown": markdown, "side_by_side": side_by_side,
-            "signed_in": session.get("key_name")}
+            "signed_in": session.get("key_name"), "open_review_count": _open_review_count}
+
+
+def _open_review_count(ns: str) -> int:
+    """How many reviews of ``ns`` are open, for the navigation; 0 when they cannot be read."""
+    return len(open_reviews(ns))
 
 
 @bp.before_request
@@ -161,9 +190,10 @@ def act(message: str, target: str, call: Any) -> BaseResponse:
     except PermissionDenied:
         raise
     except GitmemError as exc:
-        flash(f"{type(exc).__name__}: {exc}", "error")
+        flash(str(exc), "error")  # the message says what went wrong; the class name says nothing more
     else:
-        flash(message, "ok")
+        if message:
+            flash(message, "ok")
     return back(target)
 
 
@@ -239,15 +269,28 @@ def search(ns: str) -> str:
     return render_template("search.html", ns=ns, q=query, path=path, hits=hits)
 
 
+# Rows of a memory's history where Revert means nothing: a confirmation, a comment, folded uses.
+NO_REVERT = frozenset({"confirm", "discuss", "usage", "reinforce", "revert", "init"})
+
+
 @bp.get("/ns/<ns>/memories/<memory_id>")
-def memory(ns: str, memory_id: str) -> str:
-    """Show a memory with its history and discussion, and the actions the caller may take."""
+def memory(ns: str, memory_id: str) -> str | BaseResponse:
+    """Show a memory with its history (each commit's text diff) and discussion, and the actions the caller may take."""
     who = signed_in(ns)
-    found = service().show(ns, memory_id)
-    return render_template("memory.html", ns=ns, memory=found,
-                           history=service().history(ns, memory_id),
-                           discussion=service().discussion(ns, memory_id),
-                           can_write=who.allows(ns, "writer"), can_review=who.allows(ns, "reviewer"))
+    try:
+        found = service().show(ns, memory_id)
+    except MemoryNotFound as exc:
+        pointed = reviews().missing(ns, memory_id, exc)
+        if pointed.replaced_by is None:
+            raise
+        flash(f"Memory {memory_id} was merged into this one.", "ok")
+        return redirect(url_for("pages.memory", ns=ns, memory_id=pointed.replaced_by))
+    history = service().history(ns, memory_id)
+    diffs = {c.id: [d for d in reviews().commit_diff(ns, c.id) if d.id == memory_id] for c in history}
+    return render_template("memory.html", ns=ns, memory=found, history=history, diffs=diffs,
+                           discussion=service().discussion(ns, memory_id), in_review=reviews().open_for(ns, memory_id),
+                           no_revert=NO_REVERT, can_write=who.allows(ns, "writer"),
+                           can_review=who.allows(ns, "reviewer"))
 
 
 @bp.post("/ns/<ns>/memories/<memory_id>/feedback")
@@ -268,12 +311,45 @@ def memory_feedback(ns: str, memory_id: str) -> BaseResponse:
     return act(done, target, call)
 
 
+@bp.get("/ns/<ns>/commits/<commit>")
+def commit(ns: str, commit: str) -> str:
+    """Show one commit: who, when, why, and what it did to each memory."""
+    signed_in(ns)
+    info = reviews().commit_info(ns, commit)
+    return render_template("commit.html", ns=ns, info=info, changes=reviews().commit_diff(ns, commit))
+
+
+@bp.get("/ns/<ns>/commits/<commit>/revert")
+def revert_preview(ns: str, commit: str) -> str | tuple[str, int]:
+    """Show what reverting a commit would do, with the button that does it (reviewer)."""
+    signed_in(ns, "reviewer")
+    target = local_target(request.args.get("back"), url_for("pages.dashboard", ns=ns))
+    try:
+        info = reviews().commit_info(ns, commit)
+        changes = reviews().revert_preview(ns, commit)
+    except GitmemError as exc:
+        return render_template("revert.html", ns=ns, commit=commit, info=None, changes=[], problem=str(exc),
+                               back=target), exc.http_status
+    return render_template("revert.html", ns=ns, commit=commit, info=info, changes=changes, problem=None,
+                           back=target)
+
+
 @bp.post("/ns/<ns>/commits/<commit>/revert")
 def revert(ns: str, commit: str) -> BaseResponse:
-    """Revert a commit from a page's form (reviewer) and go back to that page."""
+    """Revert a commit from its preview page's form (reviewer) and go back to the page it came from."""
     who = signed_in(ns, "reviewer")
     target = local_target(request.form.get("back"), url_for("pages.dashboard", ns=ns))
     return act(f"Reverted {commit[:10]}.", target, lambda: service().revert(ns, commit, actor=who.name))
+
+
+@bp.post("/ns/<ns>/memories/<memory_id>/restore")
+def restore(ns: str, memory_id: str) -> BaseResponse:
+    """Bring a memory back to how it was after one commit of its history (reviewer)."""
+    who = signed_in(ns, "reviewer")
+    commit = request.form.get("commit", "")
+    target = url_for("pages.memory", ns=ns, memory_id=memory_id)
+    return act(f"Restored as of {commit[:10]}.", target,
+               lambda: service().restore(ns, memory_id, commit, actor=who.name))
 
 
 # --- reviews --------------------------------------------------------------------------------------
@@ -293,18 +369,23 @@ def review_list(ns: str) -> str:
 
 @bp.get("/ns/<ns>/reviews/<number>")
 def review(ns: str, number: str) -> str:
-    """Show a review like a pull request: its commits and diffs, unified or side by side (?view=split)."""
+    """Show a review like a pull request: what changes, each commit's state, word diffs (?view=split for files)."""
     who = signed_in(ns)
     n = review_number(number)
     service().require(ns)
-    return render_template("review.html", ns=ns, review=reviews().get(ns, n),
-                           commits=reviews().diff(ns, n), can_review=who.allows(ns, "reviewer"),
+    commits = reviews().diff(ns, n)
+    return render_template("review.html", ns=ns, review=reviews().get(ns, n), commits=commits,
+                           summary=summarise(commits), can_review=who.allows(ns, "reviewer"),
                            can_write=who.allows(ns, "writer"), split=request.args.get("view") == "split")
 
 
 @bp.post("/ns/<ns>/reviews/<number>")
 def review_action(ns: str, number: str) -> BaseResponse:
-    """Comment on (writer), approve or reject (reviewer) a review from the form on its page."""
+    """Comment on (writer), approve, merge selected commits, reject or re-run (reviewer) from the review page.
+
+    Approve all carries the number of open commits the page showed: if that is not what
+    would merge now, nothing merges. Reject needs a reason.
+    """
     n = review_number(number)
     action = request.form.get("action", "")
     target = url_for("pages.review", ns=ns, number=n)
@@ -314,12 +395,34 @@ def review_action(ns: str, number: str) -> BaseResponse:
         return act("Comment added.", target, lambda: reviews().comment(ns, n, actor=who.name, text=text))
     who = signed_in(ns, "reviewer")
     if action == "approve":
-        chosen = request.form.getlist("commit") or None
-        what = f"Merged {len(chosen)} selected commit(s)." if chosen else "Approved and merged."
-        return act(what, target, lambda: reviews().approve(ns, n, actor=who.name, commits=chosen))
+        expected = request.form.get("expected", "")
+        if not expected.isascii() or not expected.isdigit():
+            abort(400, "the form must say how many commits it showed (expected)")
+        def approve_all() -> None:
+            done = reviews().approve(ns, n, actor=who.name, expected=int(expected))
+            states = list(done.commit_states.values())
+            stale = states.count("stale")
+            flash(f"Merged {states.count('merged')} of {max(done.commit_count, len(states))} commits."
+                  + (f" {stale} no longer appl{'ies' if stale == 1 else 'y'}: see below." if stale else ""), "ok")
+
+        return act("", target, approve_all)
+    if action == "approve-selected":
+        chosen = request.form.getlist("commit")
+        if not chosen:
+            flash("Select the commits to merge first, or approve them all.", "error")
+            return back(target)
+        return act(f"Merged {len(chosen)} selected commit{'' if len(chosen) == 1 else 's'}.", target,
+                   lambda: reviews().approve(ns, n, actor=who.name, commits=chosen, expected=len(chosen)))
     if action == "reject":
         reason = request.form.get("reason", "")
         return act("Rejected.", target, lambda: reviews().reject(ns, n, actor=who.name, reason=reason))
+    if action == "rerun":
+        def rerun() -> None:
+            reviews().check(ns, n, actor=who.name)  # a review main has overtaken stops blocking the run
+            sent = service().dispatch(ns, background=True)
+            flash(f"Consolidation queued (task {sent.task}); its review appears in the list when it is ready."
+                  if sent.task else "Consolidation ran again.", "ok")
+        return act("", target, rerun)
     abort(400, f"unknown review action {action!r}")
 
 

@@ -1,9 +1,9 @@
 """The feedback webhook: ``POST /api/v1/feedback`` from agents, tools and chat bots.
 
 Authenticated by an API key (writer or above on the namespace) or by an HMAC signature of the
-body (see :mod:`.auth`). The actor named in the body is recorded in the commit's trailers. A
-maintainer's name, which lets an amendment skip review, can only be claimed by a key of that
-name or by an admin key; signed requests are trusted integrations and name whom they like.
+body (see :mod:`.auth`). The actor is the key's name, as everywhere in the API; only callers
+trusted to speak for others name another in the body's ``actor``: an admin key, or a signed
+request (a trusted integration such as a chat bot). The actor goes into the commit's trailers.
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ def feedback() -> tuple[Response, int]:
     action = inputs.string(data, "action", required=True) or ""
     memory_id = inputs.string(data, "memory_id", required=True) or ""
     actor = inputs.string(data, "actor") or who.name
-    if (who.key is not None and actor != who.name and actor in service().settings.maintainers
-            and who.role != "admin"):
+    if who.key is not None and actor != who.name and who.role != "admin":
         raise PermissionDenied(
-            f"this key acts as {who.name!r}; only an admin key or the maintainer's own key may "
-            f"give feedback as maintainer {actor!r}"
+            f"this key acts as {who.name!r}; only an admin key or a signed request (a trusted "
+            f"integration, such as a chat bot) may name another actor ({actor!r}); leave 'actor' out"
         )
     if action not in FEEDBACK_ACTIONS:
         raise InvalidInput(f"unknown action {action!r}; use one of: {', '.join(FEEDBACK_ACTIONS)}")

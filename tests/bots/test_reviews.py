@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 
@@ -87,10 +88,15 @@ def test_running_posts_the_review_with_merges_and_buttons(slack: Slack, svc: Mem
     assert slack.commits()[0].id == head  # nothing reaches main before approval
     assert f"consolidated 3 memories into 1, review #{review.number}" in message.text
     sections = [b["text"]["text"] for b in message.blocks if b["type"] == "section"]
-    assert any(s.startswith("*Before* (3)") for s in sections)
-    assert any(s.startswith("*After*") for s in sections)
-    actions = json.dumps(message.blocks)
-    assert "gitmem_review_approve" in actions and "gitmem_review_reject" in actions
+    [merge] = [t for t in sections if t.startswith("*1.* consolidate: merge 3 into")]
+    assert all(text in merge for text in RELATED[:2]) and "*→ becomes*" in merge
+    assert "_offline rules" in merge  # the reason
+    [approve] = [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]
+                 if e["action_id"] == "gitmem_review_approve"]
+    assert approve["text"]["text"] == "Approve all (1)"
+    assert approve["confirm"]["text"]["text"] == "This merges the 1 change listed in this message into main."
+    assert "gitmem_review_reject" in json.dumps(message.blocks)
+    assert "gitmem_review_view" not in json.dumps(message.blocks)  # no web address configured
     result = slack.last("respond")
     assert result.args["replace_original"] is True
     assert f"review #{review.number}" in result.text
@@ -122,7 +128,7 @@ def test_approve_merges_and_updates_the_message_for_everyone(
     last = updates[-1]
     assert f"Approved by <@{REVIEWER}>" in last.text
     assert "gitmem_review_approve" not in json.dumps(last.blocks)
-    assert "*Before* (3)" in last.text  # the merges stay visible
+    assert RELATED[1] in json.dumps(last.blocks)  # the merges stay visible
     fsck("default")
 
 
@@ -234,3 +240,62 @@ def test_approving_a_stale_review_explains_and_marks_the_message(
     assert slack.commits()[0].id == head
     update = slack.last("chat.update")
     assert update.args["ts"] == message.response["ts"] and "Stale" in update.text
+
+
+# --- cards that never approve what they do not show (issue 11) ---------------------------------------
+
+
+def test_a_card_of_100_changes_fits_block_kit_and_says_how_many_approve_merges(
+        slack: Slack, svc: MemoryService, fake_slack: FakeSlack) -> None:
+    from gitmem import concepts
+    from gitmem.repo import Change
+
+    changes = []
+    for k in range(100):
+        memory = svc.remember("default", f"Service {k} answers in {'very ' * 40}little time at p99.").memory
+        assert memory is not None
+        text = f"Service {k} answers within {100 + k} ms at p99, {'measured weekly, ' * 30}."
+        new = memory.replace(text=text, title=concepts.title_from(text), description=concepts.description_from(text))
+        changes.append(Change({memory.path: concepts.render(new)}, f"amend: {memory.title}", "amend", (memory.id,),
+                              None, "sam", body="tighten"))
+    number = svc.reviews.propose("default", changes, title="Latency budgets", author="sam", kind="amend").number
+    [card] = [c for c in fake_slack.of("chat.postMessage") if c.args["channel"] == REVIEW_CHANNEL]
+    blocks = card.blocks
+    assert len(blocks) <= 50
+    texts = [b["text"]["text"] for b in blocks if "text" in b] + [
+        e["text"] for b in blocks if b["type"] == "context" for e in b["elements"]]
+    assert texts and all(len(t) <= 3000 for t in texts)
+    listed = [t for t in texts if re.match(r"^\*\d+\.\* amend:", t)]
+    assert 10 <= len(listed) < 100
+    assert any(f"and {100 - len(listed)} more changes" in t for t in texts)
+    [approve] = [e for b in blocks if b["type"] == "actions" for e in b["elements"]
+                 if e["action_id"] == "gitmem_review_approve"]
+    confirm = approve["confirm"]["text"]["text"]
+    assert f"all 100 changes, of which this message shows {len(listed)}" in confirm
+    assert len(confirm) <= 300 and approve["text"]["text"] == "Approve all (100)"
+    # A change decided elsewhere first: the card's count no longer matches, so nothing merges.
+    first = svc.reviews.diff("default", number)[0]
+    svc.reviews.approve("default", number, actor="web-user", commits=[first.id])
+    head = slack.commits()[0].id
+    slack.press(card, "gitmem_review_approve", user=REVIEWER)
+    assert "99 commit(s) to merge now, not the 100 you saw" in slack.last("chat.postEphemeral").text
+    assert slack.commits()[0].id == head
+    # The partial approval redrew the card with what is left to decide and its new count.
+    redrawn = [u for u in fake_slack.of("chat.update") if u.args["ts"] == card.response["ts"]][-1]
+    assert "Approve all (99)" in json.dumps(redrawn.blocks) and "merged 1 of 100 so far" in redrawn.text
+
+
+def test_a_card_links_to_the_review_page_when_the_web_address_is_known(
+        tmp_path: object, fake_slack: FakeSlack, settings: Settings, svc: MemoryService) -> None:
+    memory = svc.remember("default", "the wiki lives in Notion").memory
+    assert memory is not None
+    number = svc.feedback("default", memory.id, "amend", actor="bob", text="the wiki lives in Confluence").review
+    on_event(settings.with_(public_url="https://gitmem.example.com/"),
+             {"event": "review.opened", "namespace": "default", "summary": "bob proposes an amendment",
+              "review": svc.reviews.get("default", number).to_dict()})
+    posted = fake_slack.of("chat.postMessage")[-1]
+    [view] = [e for b in posted.blocks if b["type"] == "actions" for e in b["elements"]
+              if e["action_id"] == "gitmem_review_view"]
+    assert view["url"] == f"https://gitmem.example.com/ns/default/reviews/{number}"
+    shown = json.dumps(posted.blocks, ensure_ascii=False)
+    assert "the wiki lives in Notion" in shown and "the wiki lives in Confluence" in shown

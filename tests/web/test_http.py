@@ -81,9 +81,11 @@ def test_remember_recall_and_get(http: httpx.Client, keys: Keys, svc: MemoryServ
 def test_feedback_with_a_key(http: httpx.Client, keys: Keys, svc: MemoryService,
                              remember: Callable[..., str]) -> None:
     mid = remember("The staging database is reset every night")
-    confirmed = http.post("/api/v1/feedback", headers=auth(keys.writer),
-                          json={"memory_id": mid, "action": "confirm", "actor": "dana"})
-    assert confirmed.status_code == 200 and confirmed.json()["memory"]["verified"] == ["dana"]
+    posing = http.post("/api/v1/feedback", headers=auth(keys.writer),
+                       json={"memory_id": mid, "action": "confirm", "actor": "dana"})
+    assert posing.status_code == 403  # a writer key acts as itself
+    confirmed = http.post("/api/v1/feedback", headers=auth(keys.writer), json={"memory_id": mid, "action": "confirm"})
+    assert confirmed.status_code == 200 and confirmed.json()["memory"]["verified"] == ["writer"]
     proposed = http.post("/api/v1/feedback", headers=auth(keys.writer),
                          json={"memory_id": mid, "action": "amend", "text": "The staging database is reset weekly"})
     assert proposed.status_code == 202 and proposed.json()["review"] == 1

@@ -85,8 +85,33 @@ def test_a_review_number_in_other_digits_is_not_a_number(client: Client, keys: K
     # Arabic-Indic three, full-width three, superscript three: str.isdigit() says yes to each.
     for digits in ("\u0663", "\uff13", "\u00b3", "+3", "3_0"):
         for response in (client.get(f"{API}/reviews/{digits}", headers=auth),
-                         client.post(f"{API}/reviews/{digits}/reject", headers=auth, json={})):
+                         client.post(f"{API}/reviews/{digits}/reject", headers=auth, json={"reason": "x"})):
             assert response.status_code == 400, digits
             assert "is not a review number" in response.json["error"]["message"]
     assert client.get(f"{API}/reviews/3", headers=auth).json["status"] == "open"
 
+
+
+def test_the_api_shows_per_commit_state_and_refuses_to_merge_more_than_seen(
+        client: Client, keys: Keys, svc: MemoryService, remember: Callable[..., str]) -> None:
+    mid = remember("Lint with flake8")
+    number = propose(svc, mid, "Lint with ruff")
+    auth = keys.auth("reviewer")
+    shown = client.get(f"{API}/reviews/{number}", headers=auth).json
+    [commit] = shown["commits"]
+    assert commit["state"] == "open" and commit["stale_reason"] is None
+    [memory] = commit["memories"]
+    assert memory["text_diff"] == [{"op": "same", "text": "Lint with "}, {"op": "del", "text": "flake8"},
+                                   {"op": "ins", "text": "ruff"}]
+    no_reason = client.post(f"{API}/reviews/{number}/reject", headers=auth, json={})
+    blank = client.post(f"{API}/reviews/{number}/reject", headers=auth, json={"reason": "  "})
+    assert no_reason.status_code == blank.status_code == 400
+    assert "a reason is required" in blank.json["error"]["message"]
+    for bad in (0, "1", True):
+        assert client.post(f"{API}/reviews/{number}/approve", headers=auth, json={"expected": bad}).status_code == 400
+    more = client.post(f"{API}/reviews/{number}/approve", headers=auth, json={"expected": 2})
+    assert more.status_code == 409 and "not the 2 you saw" in more.json["error"]["message"]
+    assert svc.show("default", mid).text == "Lint with flake8"
+    done = client.post(f"{API}/reviews/{number}/approve", headers=auth, json={"expected": 1})
+    assert done.status_code == 200 and done.json["commit_states"] == {commit["id"]: "merged"}
+    assert svc.show("default", mid).text == "Lint with ruff"

@@ -62,9 +62,9 @@ def trailers(svc: MemoryService) -> dict[str, list[str]]:
 
 
 def test_confirm_marks_verified_and_names_the_actor(hclient: Client, hsvc: MemoryService, mid: str,
-                                                    writer: dict[str, str],
                                                     fsck: Callable[[str], None]) -> None:
-    response = hclient.post(URL, headers=writer,
+    admin = {"X-API-Key": KeyStore(hsvc.settings.home).create("default", "admin", name="ops")[0]}
+    response = hclient.post(URL, headers=admin,  # an admin key may speak for someone else
                             json={"namespace": "default", "memory_id": mid, "action": "confirm",
                                   "actor": "dana"})
     assert response.status_code == 200
@@ -88,9 +88,9 @@ def test_discuss_adds_to_the_thread_and_leaves_the_memory(hclient: Client, hsvc:
                                                           mid: str, writer: dict[str, str]) -> None:
     before = hsvc.show("default", mid)
     response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "discuss",
-                                                       "text": "Is this still true?", "actor": "eve"})
+                                                       "text": "Is this still true?"})
     assert response.status_code == 200
-    assert [(c.actor, c.text) for c in hsvc.discussion("default", mid)] == [("eve", "Is this still true?")]
+    assert [(c.actor, c.text) for c in hsvc.discussion("default", mid)] == [("ci-bot", "Is this still true?")]
     assert hsvc.show("default", mid) == before
 
 
@@ -119,6 +119,16 @@ def test_a_writer_key_cannot_pose_as_a_maintainer(hclient: Client, hsvc: MemoryS
                                                        "actor": "alice", "text": "changed behind her back"})
     assert response.status_code == 403
     assert hsvc.status("default")["head"] == before
+
+
+def test_a_writer_key_acts_as_itself_only(hclient: Client, hsvc: MemoryService, mid: str,
+                                          writer: dict[str, str]) -> None:
+    before = hsvc.status("default")["head"]
+    response = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "confirm", "actor": "eve"})
+    assert response.status_code == 403 and "this key acts as 'ci-bot'" in response.json["error"]["message"]
+    assert hsvc.status("default")["head"] == before
+    same = hclient.post(URL, headers=writer, json={"memory_id": mid, "action": "confirm", "actor": "ci-bot"})
+    assert same.status_code == 200 and trailers(hsvc)["Actor"] == ["ci-bot"]
 
 
 def test_signed_request_is_accepted_once(hclient: Client, hsvc: MemoryService, mid: str) -> None:
