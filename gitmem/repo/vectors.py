@@ -81,6 +81,14 @@ class VectorStore:
     def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of ``hashes`` that are stored (float32)."""
         out: dict[str, np.ndarray] = {}
+        if len(hashes) > 20 * _CHUNK:  # most of the file: one scan beats many lookups
+            wanted = set(hashes)
+            rows = [(key, blob) for key, blob in self.db.execute("SELECT hash, vec FROM vectors") if key in wanted]
+            if rows:
+                matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float16)
+                matrix = matrix.reshape(len(rows), -1).astype(np.float32)
+                out = {key: matrix[i] for i, (key, _) in enumerate(rows)}
+            return out
         for start in range(0, len(hashes), _CHUNK):
             part = list(hashes[start : start + _CHUNK])
             for key, blob in self.db.execute(
