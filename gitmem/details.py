@@ -99,15 +99,19 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?;:。！？；：]\s*)([A-Z][a-z]+)")
 # Words that change how a rule is said, not what it says: swapping one of these for another is
 # paraphrase, not a different rule.
 _FUNCTION_WORDS = frozenset("""
-    a an the and or but nor not no never always every each all any some most more less only also
+    a an the and or but nor every each all any some most more less only also
     just still now then than so too very to of in on at by for from with without into onto over under
-    up down out off about after before as is are was were be been being am do does did done doing
+    up down out off about as is are was were be been being am do does did done doing
     have has had having will would shall should can could may might must need needs it its this that
     these those there here we us our you your they them their he she his her i me my one ones who which
     what when where why how use used using uses make makes made keep keeps kept go goes going get gets
     instead via per e g eg ie etc such like same other others own new old
     """.split())
-_CJK_FUNCTION = frozenset("的了在是和与及或都也就要用把被让给对从到以为而且并不没别请必须一律统一"
+# Words whose swap for one another turns a rule around (always / never, before / after), as stems.
+_POLARITY = frozenset({"alway", "nev", "not", "no", "befor", "aft", "dont", "don't", "不", "别", "禁", "勿", "没"})
+# Words that turn a rule into its opposite when one statement adds them.
+_NEGATIONS = frozenset({"not", "no", "never", "don't", "dont", "nev", "不", "别", "禁", "勿", "没"})
+_CJK_FUNCTION = frozenset("的了在是和与及或都也就要用把被让给对从到以为而且并请必须一律统一"
                           "所有每个每次时候里中上下前后再先之这那个")
 
 
@@ -199,14 +203,20 @@ def details(text: str) -> Details:
 @functools.lru_cache(maxsize=65536)
 def _content(text: str) -> tuple[str, ...]:
     """The content words of a statement in order: stemmed English words, single CJK characters."""
+    return tuple(stem for stem, _ in _content_words(text))
+
+
+@functools.lru_cache(maxsize=65536)
+def _content_words(text: str) -> tuple[tuple[str, str], ...]:
+    """Each content word as ``(stem, the word as written)``."""
     out = []
     for match in _WORD.finditer(_fold(text)):
         word = match.group(0)
         if _ONE_CJK.fullmatch(word):
             if word not in _CJK_FUNCTION:
-                out.append(word)
+                out.append((word, word))
         elif word.lower() not in _FUNCTION_WORDS:
-            out.append(_stem(word))
+            out.append((_stem(word), word))
     return tuple(out)
 
 
@@ -226,14 +236,27 @@ def swapped(a: str, b: str) -> tuple[str, str] | None:
         return None
     matcher = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
     changes = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(changes) == 1 and changes[0][0] in ("insert", "delete") and matcher.ratio() >= 0.6:
+        # One side adds only a negation ("Never deploy on Fridays" / "Deploy on Fridays"): the opposite rule.
+        _, i1, i2, j1, j2 = changes[0]
+        added = set(wa[i1:i2] or wb[j1:j2])
+        if added and added <= _NEGATIONS:
+            return (_written(a, i1, i2) or "(nothing)", _written(b, j1, j2) or "(nothing)")
     if len(changes) != 1 or changes[0][0] != "replace" or matcher.ratio() < 0.6:
         return None
     _, i1, i2, j1, j2 = changes[0]
     left, right = wa[i1:i2], wb[j1:j2]
     if max(len(left), len(right)) > 4 or set(left) & set(right):
         return None
-    sep = "" if all(len(w) == 1 for w in left + right) else " "
-    return sep.join(left), sep.join(right)
+    if (set(left) <= _POLARITY) != (set(right) <= _POLARITY):
+        return None  # "always" against "to staging": an added word, not one swapped for another
+    return _written(a, i1, i2), _written(b, j1, j2)
+
+
+def _written(text: str, start: int, end: int) -> str:
+    """Content words ``start`` to ``end`` of ``text`` as written (CJK characters joined up)."""
+    words = [w for _, w in _content_words(text)[start:end]]
+    return ("" if all(len(w) == 1 for w in words) else " ").join(words)
 
 
 def conflict(a: str, b: str) -> str | None:

@@ -337,3 +337,16 @@ def test_a_cluster_in_two_languages_merges_one_language_and_links_the_other(svc:
     merged = [m for m in svc.list("default", state="active") if m.id != chinese.id]
     assert len(merged) == 1 and set(merged[0].supersedes) == {m.id for m in english}
     assert chinese.id in merged[0].related and svc.show("default", chinese.id).related == (merged[0].id,)
+
+
+@pytest.mark.parametrize(("a", "b", "why"), [
+    ("Always run the unit tests before you push.", "Always run the unit tests after you push.", "before / after"),
+    ("Always commit .env.example.", "Never commit .env.example.", "Always / Never"),
+    ("Deploy on Fridays.", "Never deploy on Fridays.", "(nothing) / Never"),
+    ("提交前要跑测试。", "提交前不要跑测试。", "(nothing) / 不"),
+])
+def test_the_opposite_rule_is_a_different_rule(svc: MemoryService, a: str, b: str, why: str) -> None:
+    assert details.conflict(a, b) == f"wording {why}"
+    first = svc.remember("default", a, source="agent")
+    second = svc.remember("default", b, source="agent")
+    assert (first.outcome, second.outcome) == ("added", "added")
