@@ -350,3 +350,16 @@ def test_the_opposite_rule_is_a_different_rule(svc: MemoryService, a: str, b: st
     first = svc.remember("default", a, source="agent")
     second = svc.remember("default", b, source="agent")
     assert (first.outcome, second.outcome) == ("added", "added")
+
+
+def test_the_vector_store_reads_many_by_one_scan_and_few_by_lookups(tmp_path: Path) -> None:
+    store = VectorStore(tmp_path / "vectors.sqlite", "m")
+    keys = [f"{i:032x}" for i in range(12_000)]
+    vectors = np.random.default_rng(1).standard_normal((len(keys), 8)).astype(np.float32)
+    store.put(keys[:11_000], vectors[:11_000])
+    for wanted in (keys, keys[10_500:11_500]):  # over 10,000: a scan; under: lookups
+        assert store.known(wanted) == set(wanted) & set(keys[:11_000])
+        got = store.get(wanted)
+        assert set(got) == set(wanted) & set(keys[:11_000])
+        assert np.allclose(got[keys[10_900]], vectors[10_900], atol=1e-2)
+    store.close()
