@@ -30,14 +30,9 @@ import json
 import os
 import platform
 import random
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,6 +45,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_api import gunicorn, percentile  # noqa: E402
 
 from gitmem.repo import KeyStore  # noqa: E402
 from gitmem.service import MemoryService  # noqa: E402
@@ -89,45 +87,6 @@ def populate(home: Path, texts: list[str]) -> float:
         service.remember("default", text, source="user")
     service.close()
     return time.perf_counter() - started
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def gunicorn(home: Path, workers: int, threads: int) -> Iterator[str]:
-    """gunicorn serving ``create_app()`` for ``home``, the way the README documents it."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
-    env["GITMEM_HOME"] = str(home)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", str(threads),
-         "-b", f"127.0.0.1:{port}", "--log-level", "warning", "gitmem.web:create_app()"],
-        env=env, cwd=ROOT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/api/v1/openapi.json", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("gunicorn did not start")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def summary(latencies: list[float]) -> dict[str, float]:

@@ -136,6 +136,27 @@ def throughput(texts: list[str], count: int, tmp: Path) -> dict[str, Any]:
 # --- planning and recall ---------------------------------------------------------------------------
 
 
+def recall_each(services: dict[str, MemoryService], memories: list[concepts.Memory],
+                asked: list[tuple[int, str]]) -> dict[str, Any]:
+    """Each service's first recall, then p50/p95 and top-1 over ``asked``; closes the services."""
+    out: dict[str, Any] = {}
+    by_id = {m.id: i for i, m in enumerate(memories)}
+    for label, svc in services.items():
+        seconds, _ = timed(lambda s=svc: s.recall("bench", "warm up", record=False))
+        out[f"first_recall_{label}_s"] = round(seconds, 2)
+        times, top1 = [], 0
+        for source, query in asked:
+            seconds, hits = timed(lambda q=query, s=svc: s.recall("bench", q, limit=10))
+            times.append(seconds * 1000)
+            top1 += bool(hits) and by_id.get(hits[0].memory.id) == source
+        out[f"recall_{label}_p50_ms"] = round(percentile(times, 50), 2)
+        out[f"recall_{label}_p95_ms"] = round(percentile(times, 95), 2)
+        out[f"recall_{label}_top1"] = round(top1 / len(asked), 3)
+        svc.close()
+    out["recall_p95_semantic_vs_words"] = round(out["recall_semantic_p95_ms"] / out["recall_words_p95_ms"], 2)
+    return out
+
+
 def at_size(texts: list[str], size: int, queries: int, seed: int, tmp: Path) -> dict[str, Any]:
     at = datetime.now(UTC).replace(microsecond=0)
     memories = [memory_for(texts, i, at) for i in range(size)]
@@ -166,19 +187,7 @@ def at_size(texts: list[str], size: int, queries: int, seed: int, tmp: Path) -> 
     services["semantic"] = fresh
     print(f"  recall {size:,}...", file=sys.stderr)
     asked = queries_for(texts[: min(size, len(texts))], queries, random.Random(seed))
-    by_id = {m.id: i for i, m in enumerate(memories)}
-    for label, svc in services.items():
-        svc.recall("bench", "warm up", record=False)
-        times, top1 = [], 0
-        for source, query in asked:
-            seconds, hits = timed(lambda q=query, s=svc: s.recall("bench", q, limit=10))
-            times.append(seconds * 1000)
-            top1 += bool(hits) and by_id.get(hits[0].memory.id) == source
-        out[f"recall_{label}_p50_ms"] = round(percentile(times, 50), 2)
-        out[f"recall_{label}_p95_ms"] = round(percentile(times, 95), 2)
-        out[f"recall_{label}_top1"] = round(top1 / len(asked), 3)
-        svc.close()
-    out["recall_p95_semantic_vs_words"] = round(out["recall_semantic_p95_ms"] / out["recall_words_p95_ms"], 2)
+    out.update(recall_each(services, memories, asked))
     return out
 
 
@@ -217,20 +226,7 @@ def recall_at_scale(texts: list[str], size: int, queries: int, seed: int, tmp: P
     store.close()
     namespaces.close()
     asked = queries_for(texts[:base], queries, random.Random(seed))
-    by_id = {m.id: i for i, m in enumerate(memories)}
-    for label, svc in services.items():
-        seconds, _ = timed(lambda s=svc: s.recall("bench", "warm up", record=False))
-        out[f"first_recall_{label}_s"] = round(seconds, 2)
-        times, top1 = [], 0
-        for source, query in asked:
-            seconds, hits = timed(lambda q=query, s=svc: s.recall("bench", q, limit=10))
-            times.append(seconds * 1000)
-            top1 += bool(hits) and by_id.get(hits[0].memory.id) == source
-        out[f"recall_{label}_p50_ms"] = round(percentile(times, 50), 2)
-        out[f"recall_{label}_p95_ms"] = round(percentile(times, 95), 2)
-        out[f"recall_{label}_top1"] = round(top1 / len(asked), 3)
-        svc.close()
-    out["recall_p95_semantic_vs_words"] = round(out["recall_semantic_p95_ms"] / out["recall_words_p95_ms"], 2)
+    out.update(recall_each(services, memories, asked))
     return out
 
 
