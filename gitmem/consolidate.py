@@ -37,7 +37,7 @@ from .repo import AlreadyRunning, Change, Commit, Leases, Namespace, Namespaces,
 from .reviews import Review, Reviews
 from .semantic import Neighbours, Semantics
 from .settings import Settings
-from .similarity import similarity
+from .similarity import dice, similarity
 
 NEVER_USED_KEEP_DAYS = 7
 NEVER_USED_ARCHIVE_DAYS = 30
@@ -189,7 +189,7 @@ def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses
         return None if neighbours is None else neighbours.cosine(hashes[i], hashes[j])
 
     def words(i: int, j: int) -> float:
-        return 2 * len(sets[i] & sets[j]) / ((len(sets[i]) + len(sets[j])) or 1)
+        return dice(sets[i], sets[j])
 
     def apart(i: int, j: int) -> bool:
         """Different rules: details that conflict, or each naming what the other does not unless very close."""

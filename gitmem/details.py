@@ -264,7 +264,7 @@ def conflict(a: str, b: str) -> str | None:
     da, db = details(a), details(b)
     for kind, left in da.kinds().items():
         right = db.kinds()[kind]
-        match = {"number": _same_number, "name": _same_name}.get(kind, str.__eq__)
+        match = _MATCH.get(kind, str.__eq__)
         if left and right and not any(match(x, y) for x in left for y in right):
             return f"{kind} {', '.join(sorted(left))} / {', '.join(sorted(right))}"
     pair = swapped(a, b)
@@ -302,12 +302,16 @@ def differ(a: str, b: str) -> bool:
     def lacks(mine: Details, theirs: Details) -> bool:
         for kind, values in mine.kinds().items():
             other = theirs.kinds()[kind]
-            match = {"number": _same_number, "name": _same_name}.get(kind, str.__eq__)
+            match = _MATCH.get(kind, str.__eq__)
             if any(not any(match(x, y) for y in other) for x in values):
                 return True
         return False
 
     return lacks(da, db) and lacks(db, da)
+
+
+#: How two details of a kind are the same one (anything else: when they are equal).
+_MATCH = {"number": _same_number, "name": _same_name}
 
 
 def missing(base: str, other: str) -> frozenset[str]:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import details
+from . import details, textdiff
 from .concepts import Memory, clean_text
 from .errors import InvalidInput
 from .similarity import similarity, token_set
@@ -109,9 +109,6 @@ def _sentences(text: str) -> list[str]:
     return [p.strip() for p in _SENTENCE_END.split(text.strip()) if p.strip()]
 
 
-_WORDS = re.compile(r"[^\W\d_]{3,}|[\u4e00-\u9fff]{2,}")
-
-
 def _quote(text: str, limit: int = 60) -> str:
     flat = " ".join(text.split())
     return f"\"{flat if len(flat) <= limit else flat[: limit - 1] + '…'}\""
@@ -189,8 +186,9 @@ class Offline:
             reason += "; added " + "; ".join(added)
         else:
             reason += f"; {', '.join(m.id for m in rest)} name no detail it lacks"
-        kept = {w.casefold() for w in _WORDS.findall(text)}
-        lost = sorted({w for m in rest for w in _WORDS.findall(m.text) if w.casefold() not in kept}, key=str.casefold)
+        # The words the review page strikes through, less the short English ones ("a", "to").
+        lost = sorted({w for m in rest for w in textdiff.lost_words(m.text, text) if len(w) > 2 or not w.isascii()},
+                      key=str.casefold)
         if lost:
             reason += f"; their other words go: {', '.join(lost[:12])}{' …' if len(lost) > 12 else ''}"
         return MergeDecision(text, reason, keep=base.id)

@@ -167,11 +167,11 @@ class Memories:
             if score >= self.settings.high_similarity:
                 found.append((score, f"{score:.2f} alike in words", row.memory))
         if near:
-            for candidate in ns.index.by_hashes(near):
-                memory = ns.index.get(candidate.id)
-                if memory is not None:
-                    cos = near[candidate.vhash]
-                    found.append((cos, f"{cos:.2f} alike in meaning", memory))
+            candidates = ns.index.by_hashes(near)
+            docs = ns.index.documents(c.rowid for c in candidates)
+            for candidate in candidates:
+                cos = near[candidate.vhash]
+                found.append((cos, f"{cos:.2f} alike in meaning", docs[candidate.rowid]))
         for _, how, memory in sorted(found, key=lambda f: (-f[0], f[2].id)):
             if memory.state == "archived" or details.language(memory.text) != details.language(text):
                 continue

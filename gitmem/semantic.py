@@ -207,7 +207,7 @@ class Semantics:
         keys = sorted(vectors)
         if not keys:
             return Neighbours([], Space([], np.zeros((0, 1), dtype=np.float32)))
-        space = Space(keys, np.vstack([vectors[h] for h in keys]))
+        space = Space(keys, np.vstack([vectors[h] for h in keys]), searchable=False)
         store.settings_for_pairs(threshold, k)
         members = store.members()
         current = set(keys)

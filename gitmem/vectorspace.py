@@ -25,15 +25,18 @@ _BLOCK = 1024  # rows per matrix product in neighbour_pairs: bounds the scratch 
 class Space:
     """Unit vectors with keys, searchable by cosine."""
 
-    def __init__(self, keys: Sequence[str], matrix: np.ndarray) -> None:
-        """Index ``matrix`` (unit rows, float32), row ``i`` known as ``keys[i]``."""
+    def __init__(self, keys: Sequence[str], matrix: np.ndarray, *, searchable: bool = True) -> None:
+        """Index ``matrix`` (unit rows, float32), row ``i`` known as ``keys[i]``.
+
+        ``searchable=False``: only :meth:`cosine` will be asked, so no projection is made.
+        """
         self.keys = list(keys)
         self.matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         self.position = {k: i for i, k in enumerate(self.keys)}
         self.mean: np.ndarray | None = None
         self.axes: np.ndarray | None = None
         self.projected: np.ndarray | None = None
-        if len(self.keys) > EXACT_UP_TO:
+        if searchable and len(self.keys) > EXACT_UP_TO:
             rng = np.random.default_rng(0)
             sample = self.matrix[rng.choice(len(self.keys), min(len(self.keys), 5000), replace=False)]
             self.mean = sample.mean(axis=0)
