@@ -291,24 +291,18 @@ class Store:
             diff = commit.parents[0].tree.diff_to_tree(commit.tree)
         else:
             diff = commit.tree.diff_to_tree(swap=True)
-        out = []
-        for delta in diff.deltas:
-            status = {"A": "added", "D": "deleted"}.get(delta.status_char(), "modified")
-            old_path = None if status == "added" else delta.old_file.path
-            new_path = None if status == "deleted" else delta.new_file.path
-            out.append(FileChange(
-                path=new_path or old_path or "", status=status, old_path=old_path, new_path=new_path,
-                old_text=None if old_path is None else self._text(delta.old_file.id),
-                new_text=None if new_path is None else self._text(delta.new_file.id),
-            ))
-        return out
+        return self._changes(diff)
 
     def revert_preview(self, target: pygit2.Commit, onto: pygit2.Commit) -> list[FileChange]:
         """What reverting ``target`` on top of ``onto`` would change, file by file; writes only objects."""
         tree = self.repo[self.revert_change(target, onto)]
         assert isinstance(tree, pygit2.Tree)
+        return self._changes(onto.tree.diff_to_tree(tree))
+
+    def _changes(self, diff: pygit2.Diff) -> list[FileChange]:
+        """A diff's deltas as file changes, with the texts before and after."""
         out = []
-        for delta in onto.tree.diff_to_tree(tree).deltas:
+        for delta in diff.deltas:
             status = {"A": "added", "D": "deleted"}.get(delta.status_char(), "modified")
             old_path = None if status == "added" else delta.old_file.path
             new_path = None if status == "deleted" else delta.new_file.path
