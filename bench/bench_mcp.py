@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_api import gunicorn, percentile  # noqa: E402
+from bench_api import gunicorn, load_statements, percentile  # noqa: E402
 
 from gitmem.repo import KeyStore  # noqa: E402
 from gitmem.service import MemoryService  # noqa: E402
@@ -55,12 +55,6 @@ from gitmem.settings import Settings  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
 LIMIT = 10
-
-
-def load_statements(path: Path) -> list[str]:
-    """The statements of the data set, in file order."""
-    with path.open(encoding="utf-8") as handle:
-        return [json.loads(line)["text"] for line in handle if line.strip()]
 
 
 def queries(texts: list[str], count: int, seed: int) -> list[str]:
