@@ -123,7 +123,8 @@ _ALWAYS = re.compile(
     r"|(?<!\byou )(?<!\bwe )(?<!\bI )(?<!\bthey )\b(?:must|must not|mustn't)\s+(?!be\b)"
     r"\w+\b.*\S\s+\S",
     re.IGNORECASE)
-_ZH_ALWAYS = re.compile(r"^(?:一律|总是|始终|永远不要|永远别|绝不|禁止|必须|不许|不准|务必)|.{2,}(?:一律|必须|务必|禁止|统一)")
+_ZH_ALWAYS = re.compile(r"^(?:一律|总是|始终|永远不要|永远别|绝不|禁止|必须|不许|不准|务必)"
+                        r"|.{2,}(?:一律|必须|务必|禁止|统一)")
 _LESSON = re.compile(r"^\s*(?:lesson(?:s)? learned|lesson|takeaway)\s*[:：-]\s*|^\s*(?:经验教训|教训)\s*[:：]\s*",
                      re.IGNORECASE)
 _QUESTION = re.compile(r"[?？]\s*$")

@@ -350,8 +350,10 @@ def test_a_claude_code_session_keeps_what_people_and_the_assistant_typed() -> No
     lines = [
         json.dumps({"type": "queue-operation", "operation": "dequeue", "sessionId": "5f0c"}),
         json.dumps({"type": "user", "sessionId": "5f0c", "cwd": "/home/ana/shop", "gitBranch": "main",
-                    "uuid": "u1", "timestamp": "2026-11-20T10:00:01Z", "message": {"role": "user", "content": "Add date-fns"}}),
-        json.dumps({"type": "assistant", "sessionId": "5f0c", "uuid": "a1", "message": {"role": "assistant", "content": [
+                    "uuid": "u1", "timestamp": "2026-11-20T10:00:01Z",
+                    "message": {"role": "user", "content": "Add date-fns"}}),
+        json.dumps({"type": "assistant", "sessionId": "5f0c", "uuid": "a1", "message": {
+            "role": "assistant", "content": [
             {"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Running npm install."},
             {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "npm i"}}]}}),
         json.dumps({"type": "user", "sessionId": "5f0c", "uuid": "u2", "message": {"role": "user", "content": [
