@@ -129,7 +129,8 @@ user=$(docker run --rm --entrypoint id "$GITMEM_IMAGE" -u)
 started=1
 up_started=$(python3 -c 'import time; print(time.time())')
 $compose up -d >/dev/null 2>"$report" || { cat "$report" >&2; exit 1; }
-say "compose up -d returned ($compose_cmd, project $project, web on 127.0.0.1:$port-$port_last)"
+say "compose up -d returned in $(python3 -c "import time; print(round(time.time() - $up_started, 1))") s" \
+    "($compose_cmd, project $project, web on 127.0.0.1:$port-$port_last)"
 
 # 4. The checks.
 python3 docker/e2e/check.py --compose "$compose" --up-started "$up_started" --report "$report"

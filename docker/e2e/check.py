@@ -5,7 +5,7 @@ replicas' published ports (HTTP, git over HTTP) and ``docker compose exec`` (the
 container, Redis' own client). In order:
 
 1. every web replica answers ``/healthz`` with broker and worker up (the time since ``compose up``
-   is reported), and Docker marks each healthy;
+   is reported), Docker marks each healthy, and each serves its sign-in page;
 2. keys made on one replica work on the other (keys.json on the shared volume);
 3. writes through both replicas at once: each is a 201 and every one is on both replicas;
 4. a consolidation asked of one replica stalls on the model; the worker container running it
@@ -173,6 +173,12 @@ def check(layout: Layout, up_started: float) -> dict[str, Any]:
           "docker marking both web containers healthy")
     report["docker_healthy_after_up_s"] = round(time.time() - up_started, 1)
     step(f"docker reports both web containers healthy {report['docker_healthy_after_up_s']} s after compose up")
+
+    # The pages come from the templates inside the installed wheel (the image installs no source tree).
+    for url in urls:
+        status, page = call(url, "GET", "/login")
+        if status != 200 or "<form" not in str(page):
+            raise Failed(f"the sign-in page of {url}: {status} {str(page)[:300]}")
 
     # 2. A namespace and keys made through one replica's CLI, used through both.
     layout.gitmem(1, "init", "--namespace", NS)
