@@ -6,7 +6,8 @@ container, Redis' own client). In order:
 
 1. every web replica answers ``/healthz`` with broker and worker up (the time since ``compose up``
    is reported), Docker marks each healthy, and each serves its sign-in page;
-2. keys made on one replica work on the other (keys.json on the shared volume);
+2. keys made on one replica work on the other (keys.json on the shared volume), and so does a
+   page session signed in on the other;
 3. writes through both replicas at once: each is a 201 and every one is on both replicas;
 4. a consolidation asked of one replica stalls on the model; the worker container running it
    (the holder of the Redis lease) is killed: ``main`` is untouched, Redis hands the run back,
@@ -21,13 +22,16 @@ It exits non-zero with what went wrong; docker/test.sh then prints the services'
 from __future__ import annotations
 
 import argparse
+import http.cookiejar
 import json
+import re
 import shlex
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -187,6 +191,20 @@ def check(layout: Layout, up_started: float) -> dict[str, Any]:
                             "--name", f"e2e-{role}")
         layout.keys[role] = out.split()[0]
     writer, reviewer, reader = (layout.keys[r] for r in ("writer", "reviewer", "reader"))
+
+    # A page session signed in on one replica is good on the other (one GITMEM_SECRET_KEY for all).
+    jar = http.cookiejar.CookieJar()
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    form = browser.open(urls[0] + "/login", timeout=30).read().decode()
+    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
+    if token is None:
+        raise Failed(f"no CSRF token in the sign-in form of {urls[0]}")
+    browser.open(urls[0] + "/login", timeout=30, data=urllib.parse.urlencode(
+        {"key": reviewer, "csrf_token": token.group(1), "next": f"/ns/{NS}/"}).encode())
+    with browser.open(urls[1] + f"/ns/{NS}/", timeout=30) as response:
+        if "/login" in response.url or response.status != 200:
+            raise Failed(f"the session signed in on {urls[0]} is not good on {urls[1]} ({response.url})")
+    step("a page session signed in on one replica is good on the other")
 
     # 3. Writes through both replicas at once.
     def remember(i: int) -> tuple[int, Any]:
