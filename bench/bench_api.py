@@ -76,11 +76,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def gunicorn(home: Path, workers: int, threads: int) -> Iterator[str]:
-    """gunicorn serving ``create_app()`` for ``home``, the way the README documents it."""
+def gunicorn(home: Path, workers: int, threads: int, **settings: str) -> Iterator[str]:
+    """gunicorn serving ``create_app()`` for ``home``, the way the README documents it (``GITMEM_*`` settings)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
     env["GITMEM_HOME"] = str(home)
+    env.update(settings)
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", str(threads),
          "-b", f"127.0.0.1:{port}", "--log-level", "warning", "gitmem.web:create_app()"],

@@ -95,6 +95,25 @@ def test_the_double_buffer_keeps_filling_while_a_sealed_buffer_waits(svc: Memory
         service.close()
 
 
+def test_many_threads_of_one_process_take_every_message_once(svc: MemoryService) -> None:
+    """A gunicorn worker's threads share the buffer file's connection."""
+    import threading
+
+    def send(thread: int) -> None:
+        for n in range(20):
+            batch = [{"id": f"t{thread}-{n}-{i}", "text": f"message {i} of batch {n}"} for i in range(5)]
+            svc.ingest("default", f"c{thread % 3}", batch)  # seals and distils in these threads too
+
+    pool = [threading.Thread(target=send, args=(t,)) for t in range(8)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    stats = svc.ingest_status("default")
+    assert stats["messages"] == 8 * 20 * 5 and stats.get("repeated", 0) == 0
+    assert stats["buffers_done"] > 10 and stats.get("buffers_sealed", 0) == 0
+
+
 def test_idle_conversations_are_sealed_by_the_sweep(svc: MemoryService, settings: Settings) -> None:
     svc.ingest("default", "quiet", said("We use uv instead of pip for Python packages."))
     assert svc.ingest_sweep() == []  # not idle yet (900 s by default)
