@@ -392,3 +392,25 @@ def test_a_claude_code_session_keeps_what_people_and_the_assistant_typed() -> No
 def test_a_bad_transcript_is_refused_naming_the_line(lines: list[str], error: str) -> None:
     with pytest.raises(InvalidInput, match=error):
         transcripts.read(lines)
+
+
+def test_a_long_buffer_is_split_where_the_topic_changes(tmp_path: Path) -> None:
+    texts = ["Which package manager does the web app use?", "We use pnpm, not npm.",
+             "And the lockfile is pnpm-lock.yaml, commit it.", "pnpm install runs in CI with --frozen-lockfile.",
+             "Now about deploys: when can we ship the hotfix?", "Never deploy to production on Fridays.",
+             "Deploys go through the release pipeline.", "The pipeline needs a green build before it deploys."]
+    seen: list[list[dict[str, Any]]] = []
+
+    def model(request: Request) -> str:
+        seen.append(request.messages)
+        return answer(memories=[])
+
+    with running(model) as fake:
+        service = MemoryService(Settings(home=tmp_path / "home", llm_base_url=fake.url))  # the offline encoder
+        service.init("default")
+        try:
+            service.ingest("default", "c1", [{"id": f"m{i}", "text": t} for i, t in enumerate(texts)], flush=True)
+        finally:
+            service.close()
+    (messages,) = seen
+    assert [m["id"] for m in messages if m.get("topic_starts")] == ["m0", "m4"]
