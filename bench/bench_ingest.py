@@ -40,7 +40,7 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_api import gunicorn, percentile  # noqa: E402
+from bench.bench_api import gunicorn, in_threads, percentile  # noqa: E402
 from gitmem import extraction  # noqa: E402
 from gitmem.extraction import Message  # noqa: E402
 from gitmem.repo import KeyStore  # noqa: E402
@@ -76,13 +76,7 @@ def post_all(url: str, key: str, path: str, bodies: list[dict[str, Any]], client
                     if response.status_code not in (200, 201, 202):
                         failures.append(f"{response.status_code} {response.text[:200]}")
 
-    pool = [threading.Thread(target=client, args=(bodies[i::clients],)) for i in range(clients)]
-    started = time.perf_counter()
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    elapsed = time.perf_counter() - started
+    elapsed = in_threads(client, [bodies[i::clients] for i in range(clients)])
     return {"requests": len(bodies), "seconds": elapsed, "p50_ms": 1000 * percentile(latencies, 0.5),
             "p95_ms": 1000 * percentile(latencies, 0.95), "failures": len(failures), "examples": failures[:3]}
 
