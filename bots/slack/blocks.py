@@ -158,10 +158,10 @@ def watch_notice_blocks(namespace: str, user: str) -> list[Block]:
     return [
         text_section(f":eyes: *gitmem now reads this channel.* <@{escape(user)}> turned it on with `/mem watch`."),
         text_section(
-            f"Messages here and in threads go into the namespace `{escape(namespace)}`, where they are distilled "
-            "into *pending* memories, each with its speaker as author. A reviewer promotes or discards them; "
-            "agents do not see them until then. Bot messages, edits and deletions are not read, and a message "
-            "that starts with `remember:` is remembered as before."),
+            f"From now on, messages here and in threads go into the namespace `{escape(namespace)}`, where they "
+            "are distilled into *pending* memories, each with its speaker as author. A reviewer promotes or "
+            "discards them; agents do not see them until then. Bot messages, edits and deletions are not read, "
+            "and a message that starts with `remember:` is remembered as before."),
         context("Anyone in this channel can stop it: `/mem unwatch` · `/mem watching` lists the watched channels",
                 block_id=WATCH_NOTICE_BLOCK),
     ]

@@ -145,6 +145,7 @@ def watching(bot: Bot, command: dict[str, Any], respond: Respond) -> None:
     channel = command.get("channel_id")
     watches = bot.service.watching()
     mapped = {w.channel: namespace_for(bot.settings, w.channel) for w in watches}
-    respond(response_type="ephemeral", text=f"{len(watches)} watched channels",
+    count = f"{len(watches)} watched channel{'' if len(watches) == 1 else 's'}"
+    respond(response_type="ephemeral", text=count,
             blocks=watching_blocks([w.to_dict() for w in watches], channel, namespace_for(bot.settings, channel),
                                    mapped))

@@ -195,6 +195,14 @@ def test_unwatch_stops_reading_and_tells_the_channel(slack: Slack, svc: MemorySe
     assert counters(svc)["messages"] == 1
 
 
+def test_unwatch_where_the_bot_can_no_longer_post_still_stops(slack: Slack, svc: MemoryService) -> None:
+    watch(slack)
+    slack.fake.fail("chat.postMessage", "not_in_channel")  # the bot was removed from the channel
+    slack.command("unwatch")
+    assert svc.watching() == []
+    assert "Stopped watching" in slack.last("respond").text
+
+
 def test_unwatch_in_a_channel_not_watched_changes_nothing(slack: Slack, svc: MemoryService) -> None:
     slack.command("unwatch")
     assert "not watched into `default`: nothing to stop" in slack.last("respond").text
@@ -209,6 +217,7 @@ def test_watching_lists_every_watched_channel(slack: Slack, svc: MemoryService) 
     slack.command("watching")
     reply = slack.last("respond")
     assert reply.args["response_type"] == "ephemeral"
+    assert reply.args["text"] == "2 watched channels"
     heading, listed = section_texts(reply.blocks)
     assert heading == "*Watched channels* (2)"
     lines = listed.split("\n")
