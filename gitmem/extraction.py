@@ -82,14 +82,15 @@ def boundaries(cosines: Sequence[float], *, least: int = 3) -> list[int]:
     """Where a conversation changes topic: indexes of the turns that start a new segment.
 
     ``cosines[i]`` is the similarity of turn ``i`` and turn ``i + 1``. A boundary falls before
-    turn ``i + 1`` where that similarity is a local low, more than one standard deviation under
-    the mean; segments keep at least ``least`` turns.
+    turn ``i + 1`` where that similarity is a local low at least half a standard deviation under
+    the mean (chat turns are short, so their similarities are noisy); segments keep at least
+    ``least`` turns.
     """
     if len(cosines) < 2 * least:
         return []
     mean = sum(cosines) / len(cosines)
     spread = math.sqrt(sum((c - mean) ** 2 for c in cosines) / len(cosines))
-    cut = mean - spread
+    cut = mean - spread / 2
     found: list[int] = []
     last = 0
     for i, value in enumerate(cosines):
@@ -115,12 +116,21 @@ _WE_USE = re.compile(
     r"|\buse\s+\S.{0,60}?\s+(?:instead of|rather than|not)\s+\S",
     re.IGNORECASE)
 _ZH_USE = re.compile(r"(?:我们|团队|项目)?(?:用|使用|采用).{1,30}?[，,、\s]*(?:不要?用|不用|而不是|别用)")
+_LEAD = re.compile(r"^\s*(?:also|and|so|plus|oh|ok|okay|thanks|then)\b[,.!]?\s*", re.IGNORECASE)
 _ALWAYS = re.compile(
-    r"^\s*(?:(?:we|you)\s+(?:should\s+)?)?(?:always|never|must(?:\s+not)?|do not ever|don't ever)\b"
-    r"|\b(?:we|you|agents?)\s+(?:must|should)\s+(?:always|never)\b",
+    r"^\s*(?:(?:we|you)\s+(?:should\s+)?)?(?:always|never|do not ever|don't ever)\b|^\s*must(?:\s+not)?\b"
+    r"|\b(?:we|you|agents?)\s+(?:must|should)\s+(?:always|never)\b"
+    # "migrations must run in batches": a rule about a thing, not "you must be tired"
+    r"|(?<!\byou )(?<!\bwe )(?<!\bI )(?<!\bthey )\b(?:must|must not|mustn't)\s+(?!be\b)"
+    r"\w+\b.*\S\s+\S",
     re.IGNORECASE)
-_ZH_ALWAYS = re.compile(r"^(?:一律|总是|始终|永远不要|永远别|绝不|禁止|必须|不许|不准|务必)")
+_ZH_ALWAYS = re.compile(r"^(?:一律|总是|始终|永远不要|永远别|绝不|禁止|必须|不许|不准|务必)"
+                        r"|.{2,}(?:一律|必须|务必|禁止|统一)")
+_LESSON = re.compile(r"^\s*(?:lesson(?:s)? learned|lesson|takeaway)\s*[:：-]\s*|^\s*(?:经验教训|教训)\s*[:：]\s*",
+                     re.IGNORECASE)
 _QUESTION = re.compile(r"[?？]\s*$")
+_ONE_OFF = re.compile(
+    r"\b(?:today|tonight|tomorrow|right now|this (?:morning|afternoon|evening|week))\b|今天|明天|今晚", re.IGNORECASE)
 _PATH = re.compile(r"(?<![\w/.-])(?:[\w-]+/)*[\w-]+\."
                    r"(?:py|ts|tsx|js|jsx|json|ya?ml|toml|md|go|rs|java|sql|sh|css|html)\b")
 
@@ -142,7 +152,8 @@ def offline(messages: Sequence[Message]) -> list[Extracted]:
     - An explicit marker ("remember: ...", "remember that ...", "记住：...", "请记住：...") makes
       the rest of its sentence an explicit memory (stored active, as ``remember`` would).
     - "we use X, not Y" / "use X instead of Y" / "用 X，不要用 Y" make a pending ``convention``.
-    - "always ..." / "never ..." / "we must never ..." / "必须 ..." / "禁止 ..." make a pending ``convention``.
+    - "always ..." / "never ..." / "... must ..." / "必须 ..." / "禁止 ..." / "... 一律 ..." make a pending
+      ``convention``; "lesson learned: ..." / "教训：..." a pending ``lesson``.
     - A correction ("no, ...", "actually, ...", "不对，...") makes what follows a pending ``fact``
       when it says something on its own (four words or more).
 
@@ -176,10 +187,17 @@ def _rule(sentence: str) -> tuple[str, str, str, float] | None:
     marker = _MARKER.match(sentence)
     if marker and sentence[marker.end() :].strip():
         return "marker", "fact", sentence[marker.end() :], 1.0
-    if _QUESTION.search(sentence):
-        return None
+    if _QUESTION.search(sentence) or _ONE_OFF.search(sentence):
+        return None  # a question, or a plan for today: not a lasting rule
+    lesson = _LESSON.match(sentence)
+    if lesson and sentence[lesson.end() :].strip():
+        return "lesson", "lesson", sentence[lesson.end() :], 0.7
     corrected = _CORRECTION.match(sentence)
     rest = sentence[corrected.end() :] if corrected else sentence
+    lead = _LEAD.match(rest)
+    while lead is not None and lead.end():
+        rest = rest[lead.end() :]
+        lead = _LEAD.match(rest)
     if _WE_USE.search(rest) or _ZH_USE.search(rest):
         return "we-use", "convention", rest, 0.7
     if _ALWAYS.search(rest) or _ZH_ALWAYS.match(rest):

@@ -136,7 +136,10 @@ def check_message(raw: Any, where: str) -> Message:
     stamp = raw.get("time")
     when = None
     if stamp is not None:
-        when = concepts.parse_time(stamp) if isinstance(stamp, str) else None
+        try:
+            when = concepts.parse_time(stamp) if isinstance(stamp, str) else None
+        except ValueError:
+            when = None
         if when is None:
             raise InvalidInput(f"{where}.time must be an ISO 8601 time such as 2026-12-01T09:30:00Z")
     return Message(str(ident).strip(), text, role, author.strip() if author else None, when)

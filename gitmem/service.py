@@ -13,6 +13,7 @@ configured or the caller cannot wait, in this process otherwise (:meth:`MemorySe
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -200,10 +201,10 @@ class MemoryService:
         request), distilled in this process otherwise. See :mod:`gitmem.ingest`.
         """
         accepted = self._ingest.add(namespace, conversation, messages, source=source, meta=meta)
-        sealed = list(accepted.sealed)
         if flush:
-            sealed += self._ingest.seal(namespace, conversation=accepted.conversation)
-        return self._distil_all(namespace, accepted, sealed, background)
+            more = tuple(self._ingest.seal(namespace, conversation=accepted.conversation))
+            accepted = dataclasses.replace(accepted, sealed=accepted.sealed + more, active_tokens=0)
+        return self._distil_all(namespace, accepted, accepted.sealed, background)
 
     def flush(self, namespace: str, *, conversation: str | None = None, idle: float | None = None,
               background: bool = False) -> Ingested:
