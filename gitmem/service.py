@@ -55,10 +55,9 @@ from .settings import Settings
 __all__ = [
     "ALL_NAMESPACES", "MAX_MESSAGE_CHARS", "Accepted", "AlreadyRunning", "ApiKey", "BackedUp", "BatchResult",
     "Candidate", "Comment", "CommitInfo", "Dispatched", "Distilled", "FEEDBACK_ACTIONS", "FeedbackResult", "Hit",
-    "Ingested", "KeyStore",
-    "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES", "ROLES", "ReplayGuard",
-    "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "Watch", "WriteResult", "build_service", "check_id",
-    "check_namespace", "refusal", "role_rank", "summarise",
+    "Ingested", "KeyStore", "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES",
+    "ROLES", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "Watch", "WriteResult",
+    "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
 ]
 log = logging.getLogger(__name__)
 
