@@ -136,6 +136,17 @@ class Buffers:
         """Close the database connection."""
         self.db.close()
 
+    def copy_to(self, dest: Path) -> None:
+        """Write a consistent copy of the buffers to ``dest`` (SQLite's online backup), readable by its owner."""
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.touch(mode=0o600)
+        with self._lock:
+            target = sqlite3.connect(str(dest))
+            try:
+                self.db.backup(target)
+            finally:
+                target.close()
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock, immediate(self.db) as db:
