@@ -192,14 +192,16 @@ class MemoryService:
     # --- conversations ---------------------------------------------------------------------------
 
     def ingest(self, namespace: str, conversation: str, messages: builtins.list[Any], *, source: str = "api",
-               meta: dict[str, Any] | None = None, flush: bool = False, background: bool = False) -> Ingested:
+               meta: dict[str, Any] | None = None, flush: bool = False, background: bool = False,
+               context: tuple[str, str] | None = None) -> Ingested:
         """Buffer a batch of a conversation's messages; a buffer it seals is distilled where it belongs.
 
-        ``flush``: seal the conversation's buffer after this batch, however small. As with
+        ``flush``: seal the conversation's buffer after this batch, however small; ``context``:
+        the message this conversation answers (see :meth:`gitmem.ingest.Ingest.add`). As with
         :meth:`dispatch`: queued for the workers when a broker is set or ``background`` (a web
         request), distilled in this process otherwise. See :mod:`gitmem.ingest`.
         """
-        accepted = self._ingest.add(namespace, conversation, messages, source=source, meta=meta)
+        accepted = self._ingest.add(namespace, conversation, messages, source=source, meta=meta, context=context)
         if flush:
             more = tuple(self._ingest.seal(namespace, conversation=accepted.conversation))
             accepted = dataclasses.replace(accepted, sealed=accepted.sealed + more, active_tokens=0)

@@ -69,9 +69,13 @@ def take(bot: Bot, event: dict[str, Any], team: str | None = None) -> bool:
     if message is None:
         return False
     conversation = conversation_of(channel, event)
-    meta = {"channel": channel, "thread": event.get("thread_ts"), "team": team}
+    thread = event.get("thread_ts")
+    meta = {"channel": channel, "thread": thread, "team": team}
+    # A thread's replies are distilled with the message that started it, while that still waits.
+    context = (f"slack:{channel}", f"{channel}:{thread}") if conversation != f"slack:{channel}" else None
     try:
-        bot.service.ingest(namespace, conversation, [message], source="slack", meta=meta, background=True)
+        bot.service.ingest(namespace, conversation, [message], source="slack", meta=meta, background=True,
+                           context=context)
     except GitmemError as exc:
         log.warning("message %s in %s not buffered: %s", event.get("ts"), channel, exc)
         return False

@@ -189,6 +189,16 @@ class Buffers:
             db.execute("INSERT INTO counters VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
                        (name, by, by))
 
+    def known(self, conversation: str) -> bool:
+        """Whether the conversation has taken any message."""
+        return bool(self._read("SELECT 1 FROM seen WHERE conversation = ? LIMIT 1", (conversation,)))
+
+    def message(self, conversation: str, message_id: str) -> Buffered | None:
+        """A message still held in a buffer (not yet distilled), or None."""
+        rows = self._read("SELECT conversation, message_id, role, author, text, time, tokens, masked FROM messages "
+                          "WHERE conversation = ? AND message_id = ?", (conversation, message_id))
+        return Buffered(*rows[0]) if rows else None
+
     def seal(self, conversation: str, reason: str) -> str | None:
         """Move the conversation's active messages into a new sealed buffer; its id, or None if empty."""
         buffer_id = uuid.uuid4().hex

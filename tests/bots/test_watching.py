@@ -132,6 +132,20 @@ def test_a_message_slack_delivers_again_is_taken_once(slack: Slack, svc: MemoryS
     assert (stats["messages"], stats["repeated"]) == (1, 2)
 
 
+def test_a_threads_replies_start_with_the_message_they_answer(slack: Slack, svc: MemoryService) -> None:
+    watch(slack)
+    slack.event({"type": "message", "channel": CHANNEL, "user": ALICE, "text": "Which package manager?",
+                 "ts": THREAD})
+    slack.event({"type": "message", "channel": CHANNEL, "user": BOB, "text": "pnpm, not npm.", "ts": "1.9",
+                 "thread_ts": THREAD})
+    slack.event({"type": "message", "channel": CHANNEL, "user": ALICE, "text": "thanks", "ts": "2.0",
+                 "thread_ts": THREAD})
+    buffers = svc._namespaces.buffers("default")
+    thread = buffers.message(f"slack:{CHANNEL}:{THREAD}", f"{CHANNEL}:{THREAD}")
+    assert thread is not None and thread.text == "Which package manager?"
+    assert counters(svc)["messages"] == 4  # the question once in the channel, once at the thread's start
+
+
 def test_an_unwatched_channel_is_not_read(slack: Slack, svc: MemoryService) -> None:
     slack.message("we use pnpm, not npm")
     assert counters(svc).get("messages", 0) == 0
