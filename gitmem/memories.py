@@ -77,6 +77,9 @@ class Memories:
         state: str = "active",
         related: Iterable[str] = (),
         tenured: bool = False,
+        options: Sequence[Any] | None = None,
+        active: str | None = None,
+        reason: str | None = None,
     ) -> WriteResult:
         """Store a memory through the write gate.
 
@@ -87,6 +90,10 @@ class Memories:
         environment) that the memory lacks or contradicts, in the same language. Everything
         else, including a user's own similar statement (it may be a correction), is added as a
         new memory.
+
+        A ``techchoice`` needs ``options`` (two or more ``{name, pros, cons}``, each with pros and
+        cons) and the ``active`` one; ``reason`` is kept as the first entry of its ``choices``.
+        A repeat of a techchoice adds the options it lacks; none is ever dropped.
         """
         limit = self.settings.max_text_chars
         text = concepts.clean_text(text, limit=limit)
@@ -99,6 +106,7 @@ class Memories:
         author = concepts.clean_list([author] if author else [], what="author", limit=200)[0] if author else None
         if state not in ("active", "pending"):
             raise InvalidInput("a new memory is either active or pending")
+        choice = self.techchoice(memory_type, options, active, reason)
         result: dict[str, Any] = {}
         near: dict[str, float] = {}
         if source in AUTO_SOURCES and self.semantics is not None and self.semantics.enabled:
@@ -110,13 +118,15 @@ class Memories:
         def plan(head: Commit) -> Change | None:
             at = now()
             same = ns.index.by_norm(normalise(text))
-            if same:
+            # A techchoice's options are never lost in a memory that cannot hold them.
+            if same and not (choice[0] and not same[0].options):
                 old = ns.current(head, same[0].id)
                 new = old.with_use(at).replace(
                     paths=old.paths + tuple(p for p in paths if p not in old.paths),
                     tags=old.tags + tuple(t for t in tags if t not in old.tags),
                     state="active" if old.state == "archived" else old.state,
                     archived_reason=None if old.state == "archived" else old.archived_reason,
+                    options=concepts.merged_options(old.options, choice[0]) if old.options else old.options,
                     updated=at,
                 )
                 result.update(outcome="reinforced", memory=new, similar_to=old.id)
@@ -124,11 +134,12 @@ class Memories:
                               (old.id,), source, author)
             if source in AUTO_SOURCES:
                 best, best_score = self._same_as(ns, text, title, tags, near)
-                if best is not None:
+                if best is not None and not (choice[0] and not best.options):
                     old = ns.current(head, best.id)
                     new = old.replace(
                         paths=old.paths + tuple(p for p in paths if p not in old.paths),
                         tags=old.tags + tuple(t for t in tags if t not in old.tags),
+                        options=concepts.merged_options(old.options, choice[0]) if old.options else old.options,
                         potency=min(1.0, round(old.potency_at(at) + 0.05, 4)),
                         last_used=at,
                         updated=at,
@@ -142,7 +153,9 @@ class Memories:
             memory = Memory(id=memory_id, type=memory_type, text=text, title=title,
                             description=concepts.description_from(text), tags=tags,
                             paths=paths, source=source, author=author, created=at, updated=at,
-                            state=state, related=related, tenured=tenured, path=path)
+                            state=state, related=related, tenured=tenured, path=path,
+                            options=choice[0], active=choice[1],
+                            choices=(concepts.Choice(choice[1], at, author, choice[2]),) if choice[1] else ())
             result.update(outcome="added", memory=memory, similar_to=None)
             data, parsed = concepts.rendered(memory)
             return Change({path: data}, f"remember: {title}", "remember", (memory_id,), source, author,
@@ -156,6 +169,43 @@ class Memories:
             except Exception:  # a trigger must never fail the write that fired it
                 log.exception("after-write hook failed in %s", namespace)
         return WriteResult(result["outcome"], result["memory"], commit, result["similar_to"])
+
+    @staticmethod
+    def techchoice(memory_type: str, options: Sequence[Any] | None, active: str | None,
+                   reason: str | None) -> tuple[tuple[concepts.Option, ...], str | None, str]:
+        """Check a new memory's options: (options, active, reason); options only for a techchoice."""
+        if memory_type != "techchoice":
+            if options or active:
+                raise InvalidInput(f"options and an active option belong to a techchoice, not a {memory_type}; "
+                                   "give --type techchoice")
+            return (), None, ""
+        found, chosen = concepts.clean_options(list(options or ()), active)
+        why = concepts.clean_text(reason, limit=1000, what="reason") if reason and reason.strip() else ""
+        return found, chosen, why
+
+    def choose(self, namespace: str, memory_id: str, option: str, *, reason: str,
+               pros: Iterable[str] = (), cons: Iterable[str] = (), actor: str | None = None) -> WriteResult:
+        """Make ``option`` a techchoice's active one, for ``reason``: one append-only commit.
+
+        A new option (with its pros and cons) is added; every option stays and the choice is
+        appended to the memory's ``choices`` (see :func:`gitmem.concepts.with_choice`).
+        """
+        memory_id = check_id(memory_id)
+        pros, cons = tuple(pros), tuple(cons)
+        result: dict[str, Any] = {}
+
+        def plan(head: Commit) -> Change | None:
+            old = ns.current(head, memory_id)
+            new = concepts.with_choice(old, option, reason=reason, by=actor, at=now(), pros=pros, cons=cons)
+            result["memory"] = new
+            added = "" if concepts.find_option(old.options, new.active or "") else " (a new option)"
+            return Change({old.path: concepts.render(new)}, f"choose: {new.active} for {old.title}", "choose",
+                          (old.id,), None, actor, body=f"Chosen: {new.active}{added}, after {old.active}.\n\n"
+                                                       f"{new.choices[-1].reason}")
+
+        with self.namespaces.using(namespace) as ns:
+            commit = ns.commit(plan)
+        return WriteResult("chosen", result["memory"], commit)
 
     def _same_as(self, ns: Namespace, text: str, title: str, tags: Sequence[str],
                  near: Mapping[str, float]) -> tuple[Memory | None, str]:
@@ -234,6 +284,9 @@ class Memories:
             if new_title is not None and new_title != old.title:
                 changes["title"] = new_title
             if new_type is not None and new_type != old.type:
+                if new_type == "techchoice" and not old.options:
+                    raise InvalidInput(f"memory {old.id} has no options, so it cannot become a techchoice; "
+                                       "remember the choice with its options instead")
                 changes["type"] = new_type
             if new_tags is not None and new_tags != old.tags:
                 changes["tags"] = new_tags

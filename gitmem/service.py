@@ -87,6 +87,7 @@ class MemoryService:
         self.discussion = recall.discussion
         self.remember = memories.remember
         self.amend = memories.amend
+        self.choose = memories.choose
         self.forget = memories.forget
         self.revert = memories.revert
         self.restore = memories.restore

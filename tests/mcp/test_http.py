@@ -77,7 +77,8 @@ def test_every_tool_with_a_writer_key(served: Served) -> None:
         return out
 
     got = run(served, "writer", steps)
-    assert got["tools"] == {"context", "recall", "remember", "feedback", "forget", "history", "reviews", "review"}
+    assert got["tools"] == {"context", "recall", "remember", "choose", "feedback", "forget", "history", "reviews",
+                            "review"}
     memory = got["made"]["memory"]
     assert (got["made"]["outcome"], memory["source"], memory["author"]) == ("added", "agent", "writer")
     assert memory["id"] in [h["memory"]["id"] for h in got["recall"]["items"]]
