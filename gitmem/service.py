@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import agents
 from . import export as exporting
 from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
@@ -38,6 +39,7 @@ from .repo import (
     Namespaces,
     ObjectCounts,
     ReplayGuard,
+    files_in_play,
     refusal,
     role_rank,
 )
@@ -157,6 +159,16 @@ class MemoryService:
     def replay_guard(self, window: int) -> ReplayGuard:
         """Where every web process keeps the signed webhook requests it saw within ``window`` seconds."""
         return replay_guard(self.settings, window)
+
+    # --- agents ---------------------------------------------------------------------------------
+
+    def agent_install(self, target: agents.Target, *, dry_run: bool = False) -> builtins.list[agents.AgentFile]:
+        """Write a coding agent's MCP entry and session-start hook (``dry_run``: only say what)."""
+        return agents.install(target, dry_run=dry_run)
+
+    def files_in_play(self, directory: Path, limit: int = 50) -> builtins.list[str]:
+        """The files being worked on in an agent's project (a git working tree); [] outside one."""
+        return files_in_play(directory, limit)
 
     # --- export and consolidation --------------------------------------------------------------
 

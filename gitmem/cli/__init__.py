@@ -11,6 +11,7 @@ import logging
 from importlib.metadata import entry_points
 
 from . import (
+    agent,  # noqa: F401  (agent install, agent hook)
     consolidate,  # noqa: F401  (consolidate, review, worker)
     maintenance,  # noqa: F401  (maintain, backup, restore-backup)
     mcp,  # noqa: F401  (mcp)

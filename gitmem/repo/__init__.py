@@ -11,6 +11,7 @@
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
+    workspace.py  the files in play in an agent's project (a git working tree), for its hooks
 
 Everything above this layer works with the names exported here and never imports pygit2.
 """
@@ -26,11 +27,12 @@ from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
 from .vectors import VectorStore
+from .workspace import files_in_play
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Candidate",
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
-    "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "check_namespace", "is_memory_path",
-    "match_tokens", "packing", "parse_trailers", "refusal", "role_rank", "text_hash",
+    "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "check_namespace", "files_in_play",
+    "is_memory_path", "match_tokens", "packing", "parse_trailers", "refusal", "role_rank", "text_hash",
 ]
