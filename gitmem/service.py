@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import agents
+from . import agents, importers
 from . import export as exporting
 from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
@@ -90,6 +90,7 @@ class MemoryService:
         self.discussion = recall.discussion
         self.remember = memories.remember
         self.remember_many = memories.remember_many
+        self._importer = importers.Importer(memories, self._namespaces)
         self.amend = memories.amend
         self.choose = memories.choose
         self.forget = memories.forget
@@ -161,6 +162,18 @@ class MemoryService:
     def replay_guard(self, window: int) -> ReplayGuard:
         """Where every web process keeps the signed webhook requests it saw within ``window`` seconds."""
         return replay_guard(self.settings, window)
+
+    # --- imports --------------------------------------------------------------------------------
+
+    def import_memories(self, namespace: str, fmt: str, files: object, *, dry_run: bool = False,
+                        actor: str | None = None, origin: str = "") -> importers.ImportReport:
+        """Import another store's memories (files: relative path -> text) in one commit; see :mod:`gitmem.importers`."""
+        return self._importer.run(namespace, fmt, importers.check_files(files), dry_run=dry_run, actor=actor,
+                                  origin=origin)
+
+    def import_source(self, fmt: str, path: Path) -> dict[str, str]:
+        """The files of a source on disk (a folder, or a JSON file), to pass to :meth:`import_memories`."""
+        return importers.read_source(path, fmt)
 
     # --- agents ---------------------------------------------------------------------------------
 

@@ -375,3 +375,45 @@ def feedback(memory_id: str, action: str, text: str | None, actor: str | None, n
             click.echo(f"{action}: {memory_id}" + (f" in {result.commit[:10]}" if result.commit else " (no change)"))
 
     emit(result.to_dict(), as_json, human)
+
+
+@main.command("import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(["okf", "pi-memory-spaced", "basic-memory", "mem0"]))
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Report what the import would do; write nothing.")
+@click.option("--actor", help="Who imports (default: the local user); the commit names them.")
+@namespace_option
+@json_option
+def import_command(fmt: str, path: Path, dry_run: bool, actor: str | None, namespace: str | None,
+                   as_json: bool) -> None:
+    """Import another memory store at PATH, in one commit that `gitmem revert` undoes whole.
+
+    FORMAT is okf (a pi-okf-memory folder: type folders, .meta/weights.json), pi-memory-spaced
+    (its memory-store.json), basic-memory (a project folder of notes with [[wiki links]]) or
+    mem0 (a JSON export of memories). Every item goes through the write gate: text already
+    stored is skipped (so running it twice changes nothing), near-duplicates merge, a bad item
+    is refused with the reason and the rest go on. Creates the namespace if needed.
+
+    \b
+    Example: gitmem import okf ~/.pi/agent/okf-memory --dry-run
+    """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
+    name = ns_name(namespace)
+    files = service().import_source(fmt, path)
+    if not dry_run and not service().exists(name):
+        service().init(name)  # the source was read first: a missing one creates nothing
+    report = service().import_memories(name, fmt, files, dry_run=dry_run, actor=actor_of(actor),
+                                       origin=path.resolve().name)
+
+    def human() -> None:
+        counts = report.counts()
+        done = "would import" if dry_run else "imported"
+        click.echo(f"{done} {len(report.items)} {fmt} items into {name}: "
+                   + ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+                   + (f" (commit {report.commit[:10]}; `gitmem revert {report.commit[:10]}` undoes it)"
+                      if report.commit else ""))
+        for item in report.items:
+            if item.outcome != "added" or item.note:
+                why = "; ".join(part for part in (item.reason, item.note) if part)
+                click.echo(f"  {item.outcome:<10} {item.label}" + (f": {why}" if why else ""))
+
+    emit(report.to_dict(), as_json, human)

@@ -178,6 +178,18 @@ def choose(ns: str, memory_id: str) -> Response:
     return jsonify(result.to_dict())
 
 
+@bp.post("/namespaces/<ns>/import")
+def import_memories(ns: str) -> Response:
+    """Import another store's memories, given as files, in one commit (admin); ``dry_run`` writes nothing."""
+    who = require(ns, "admin")
+    data = inputs.body()
+    inputs.known(data, "format", "files", "dry_run")
+    fmt = inputs.string(data, "format", required=True) or ""
+    dry_run = inputs.boolean(data, "dry_run") or False
+    report = service().import_memories(ns, fmt, data.get("files"), dry_run=dry_run, actor=who.name, origin="the API")
+    return jsonify(report.to_dict())
+
+
 @bp.get("/namespaces/<ns>/memories/<memory_id>/history")
 def history(ns: str, memory_id: str) -> Response:
     """List a page of the commits on main that changed a memory, newest first."""

@@ -172,6 +172,15 @@ def document() -> dict[str, Any]:
             "post": _op("Make an option the techchoice's active one, for a reason (append-only; a new "
                         "option needs pros and cons)", "writer",
                         _json(_ref("WriteResult"), "Chosen"), params=[NS, MEMORY_ID], body=choose_body)},
+        "/namespaces/{ns}/import": {
+            "post": _op("Import another store's memories (okf, pi-memory-spaced, basic-memory, mem0), given as "
+                        "files, through the write gate in one commit", "admin",
+                        _json(ANY_OBJECT, "The report: commit, counts, and each item's outcome and reason"),
+                        params=[NS], body=_obj({
+                            "format": {"type": "string", "enum": ["okf", "pi-memory-spaced", "basic-memory", "mem0"]},
+                            "files": {"type": "object", "additionalProperties": {"type": "string"},
+                                      "description": "relative path -> file text"},
+                            "dry_run": {"type": "boolean"}}, ("format", "files")))},
         "/namespaces/{ns}/recall": {
             "get": _op("Recall memories by relevance x potency x recency", "reader",
                        _json({"type": "object", "properties": {"items": {"type": "array"}}}, "Hits"),
