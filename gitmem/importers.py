@@ -131,7 +131,7 @@ class Importer:
         self.namespaces = namespaces
 
     def run(self, namespace: str, fmt: str, files: Mapping[str, str], *, dry_run: bool = False,
-            actor: str | None = None, origin: str = "") -> ImportReport:
+            actor: str | None = None, origin: str = "", create: bool = False) -> ImportReport:
         """Import ``files`` (relative path -> text) of format ``fmt`` into ``namespace``.
 
         One commit holds the whole import (a revert of it undoes it). Every new item goes
@@ -140,10 +140,13 @@ class Importer:
         the rest go on. An item an earlier import of the same format brought in (unchanged, and
         that import not reverted) is ``skipped``, so a second run changes nothing. Links become
         ``related``, to the memory each linked item became. ``origin`` names the source in the
-        commit message.
+        commit message; ``create`` makes the namespace when it has none, once the source has
+        been read.
         """
         fmt = check_format(fmt)
         items, problems = read(fmt, files)
+        if create and not dry_run and not self.namespaces.exists(namespace):
+            self.namespaces.init(namespace)
         seen = self.imported(namespace, fmt)
         digests = [item_digest(fmt, item) for item in items]
         fresh = [n for n, digest in enumerate(digests) if digest not in seen]

@@ -166,10 +166,10 @@ class MemoryService:
     # --- imports --------------------------------------------------------------------------------
 
     def import_memories(self, namespace: str, fmt: str, files: object, *, dry_run: bool = False,
-                        actor: str | None = None, origin: str = "") -> importers.ImportReport:
+                        actor: str | None = None, origin: str = "", create: bool = False) -> importers.ImportReport:
         """Import another store's memories (files: relative path -> text) in one commit; see :mod:`gitmem.importers`."""
         return self._importer.run(namespace, fmt, importers.check_files(files), dry_run=dry_run, actor=actor,
-                                  origin=origin)
+                                  origin=origin, create=create)
 
     def import_source(self, fmt: str, path: Path) -> dict[str, str]:
         """The files of a source on disk (a folder, or a JSON file), to pass to :meth:`import_memories`."""

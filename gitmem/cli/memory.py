@@ -399,10 +399,8 @@ def import_command(fmt: str, path: Path, dry_run: bool, actor: str | None, names
     """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
     name = ns_name(namespace)
     files = service().import_source(fmt, path)
-    if not dry_run and not service().exists(name):
-        service().init(name)  # the source was read first: a missing one creates nothing
     report = service().import_memories(name, fmt, files, dry_run=dry_run, actor=actor_of(actor),
-                                       origin=path.resolve().name)
+                                       origin=path.resolve().name, create=True)
 
     def human() -> None:
         counts = report.counts()
