@@ -161,7 +161,8 @@ def test_mem0_export(gitmem: Run, settings: Settings) -> None:
         "preference", "alex", ("package.json",), ("technology", "tooling"))
     food = got["Is vegetarian and allergic to nuts"]
     assert food.type == "fact" and food.tags == ("health", "food")
-    assert "'food' is none of gitmem's" in by_label(report)["memories.json#8a7b6c5d-1e2f-4a3b-9c8d-7e6f5a4b3c2d"]["note"]
+    label = "memories.json#8a7b6c5d-1e2f-4a3b-9c8d-7e6f5a4b3c2d"
+    assert "'food' is none of gitmem's" in by_label(report)[label]["note"]
     assert got["Runs the test suite with pytest -x before every commit"].author == "coding-agent"
 
 
