@@ -56,6 +56,7 @@ MAX_FILE_BYTES = 1 << 20
 _FRONTMATTER = re.compile(r"^\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)(.*)$", re.DOTALL)
 _OKF_LINK = re.compile(r"\[[^\]\n]*\]\((/[^)\s]+?\.md)\)")
 _WIKI_LINK = re.compile(r"\[\[([^\]\n|#]+)(?:#[^\]\n|]*)?(?:\|[^\]\n]*)?\]\]")
+_UNREADABLE = {"\x00too large": "too large (over 1 MiB)", "\x00not UTF-8": "not UTF-8 text"}
 _ACTIVE_LINE = re.compile(r"^\s*[-*]?\s*(?:当前使用|当前|active|current|chosen)\s*[:：]\s*(.+?)\s*$", re.IGNORECASE)
 _PROS = ("pros", "pro", "advantages", "优点", "优势", "好处")
 _CONS = ("cons", "con", "disadvantages", "缺点", "劣势", "不足")
@@ -212,7 +213,7 @@ class Importer:
 def item_digest(fmt: str, item: Item) -> str:
     """What identifies an item across imports: its format, its key in the source and its text."""
     text = " ".join(item.candidate.text.split())
-    return hashlib.sha256(f"{fmt}\0{item.key}\0{text}".encode()).hexdigest()[:16]
+    return hashlib.sha256(f"{fmt}\0{item.key}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 # --- the source ------------------------------------------------------------------------------------
@@ -236,7 +237,7 @@ def check_files(files: Any) -> dict[str, str]:
         if not isinstance(text, str):
             raise InvalidInput(f"file {name!r}: its text must be a string")
         path = PurePosixPath(str(name).replace("\\", "/"))
-        if path.is_absolute() or ".." in path.parts or not path.parts or "\x00" in str(name):
+        if path.is_absolute() or ".." in path.parts or not path.parts or re.search(r"[\x00-\x1f\ud800-\udfff]", name):
             raise InvalidInput(f"file name {name!r} must be a relative path inside the source")
         out[str(path)] = text
     return out
@@ -279,7 +280,7 @@ def read_source(path: Path, fmt: str) -> dict[str, str]:
 def _read_text(path: Path) -> str:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
-            return "\x00too large"
+            return "\x00too large"  # a key of _UNREADABLE
         return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         return "\x00not UTF-8"
@@ -293,9 +294,8 @@ def read(fmt: str, files: Mapping[str, str], *, at: datetime | None = None) -> t
     Raises :class:`~gitmem.errors.InvalidInput` when the source as a whole is not of that format.
     """
     fmt = check_format(fmt)
-    problems = [Problem(name, "too large (over 1 MiB)" if text == "\x00too large" else "not UTF-8 text")
-                for name, text in files.items() if text.startswith("\x00")]
-    good = {name: text for name, text in files.items() if not text.startswith("\x00")}
+    problems = [Problem(name, _UNREADABLE[text]) for name, text in files.items() if text in _UNREADABLE]
+    good = {name: text for name, text in files.items() if text not in _UNREADABLE}
     if fmt == "okf":
         items = _okf(good, problems)
     elif fmt == "basic-memory":
@@ -549,6 +549,8 @@ def _json(files: Mapping[str, str], what: str) -> list[tuple[str, Any]]:
             out.append((name, json.loads(text)))
         except json.JSONDecodeError as exc:
             raise InvalidInput(f"{name} is not valid JSON ({exc.msg}, line {exc.lineno}); is it {what}?") from None
+        except (RecursionError, ValueError):
+            raise InvalidInput(f"{name} nests too deeply or holds a number too long to read; is it {what}?") from None
     return out
 
 
