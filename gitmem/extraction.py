@@ -82,14 +82,15 @@ def boundaries(cosines: Sequence[float], *, least: int = 3) -> list[int]:
     """Where a conversation changes topic: indexes of the turns that start a new segment.
 
     ``cosines[i]`` is the similarity of turn ``i`` and turn ``i + 1``. A boundary falls before
-    turn ``i + 1`` where that similarity is a local low, more than one standard deviation under
-    the mean; segments keep at least ``least`` turns.
+    turn ``i + 1`` where that similarity is a local low at least half a standard deviation under
+    the mean (chat turns are short, so their similarities are noisy); segments keep at least
+    ``least`` turns.
     """
     if len(cosines) < 2 * least:
         return []
     mean = sum(cosines) / len(cosines)
     spread = math.sqrt(sum((c - mean) ** 2 for c in cosines) / len(cosines))
-    cut = mean - spread
+    cut = mean - spread / 2
     found: list[int] = []
     last = 0
     for i, value in enumerate(cosines):

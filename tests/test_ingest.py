@@ -95,6 +95,25 @@ def test_the_double_buffer_keeps_filling_while_a_sealed_buffer_waits(svc: Memory
         service.close()
 
 
+def test_many_threads_of_one_process_take_every_message_once(svc: MemoryService) -> None:
+    """A gunicorn worker's threads share the buffer file's connection."""
+    import threading
+
+    def send(thread: int) -> None:
+        for n in range(20):
+            batch = [{"id": f"t{thread}-{n}-{i}", "text": f"message {i} of batch {n}"} for i in range(5)]
+            svc.ingest("default", f"c{thread % 3}", batch)  # seals and distils in these threads too
+
+    pool = [threading.Thread(target=send, args=(t,)) for t in range(8)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    stats = svc.ingest_status("default")
+    assert stats["messages"] == 8 * 20 * 5 and stats.get("repeated", 0) == 0
+    assert stats["buffers_done"] > 10 and stats.get("buffers_sealed", 0) == 0
+
+
 def test_idle_conversations_are_sealed_by_the_sweep(svc: MemoryService, settings: Settings) -> None:
     svc.ingest("default", "quiet", said("We use uv instead of pip for Python packages."))
     assert svc.ingest_sweep() == []  # not idle yet (900 s by default)
@@ -373,3 +392,25 @@ def test_a_claude_code_session_keeps_what_people_and_the_assistant_typed() -> No
 def test_a_bad_transcript_is_refused_naming_the_line(lines: list[str], error: str) -> None:
     with pytest.raises(InvalidInput, match=error):
         transcripts.read(lines)
+
+
+def test_a_long_buffer_is_split_where_the_topic_changes(tmp_path: Path) -> None:
+    texts = ["Which package manager does the web app use?", "We use pnpm, not npm.",
+             "And the lockfile is pnpm-lock.yaml, commit it.", "pnpm install runs in CI with --frozen-lockfile.",
+             "Now about deploys: when can we ship the hotfix?", "Never deploy to production on Fridays.",
+             "Deploys go through the release pipeline.", "The pipeline needs a green build before it deploys."]
+    seen: list[list[dict[str, Any]]] = []
+
+    def model(request: Request) -> str:
+        seen.append(request.messages)
+        return answer(memories=[])
+
+    with running(model) as fake:
+        service = MemoryService(Settings(home=tmp_path / "home", llm_base_url=fake.url))  # the offline encoder
+        service.init("default")
+        try:
+            service.ingest("default", "c1", [{"id": f"m{i}", "text": t} for i, t in enumerate(texts)], flush=True)
+        finally:
+            service.close()
+    (messages,) = seen
+    assert [m["id"] for m in messages if m.get("topic_starts")] == ["m0", "m4"]

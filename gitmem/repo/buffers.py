@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
@@ -24,6 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .index import immediate
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages(
@@ -122,6 +125,8 @@ class Buffers:
         self.db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")  # acknowledged means on disk
+        # One connection serves every thread of the process (a gunicorn worker's threads): one at a time.
+        self._lock = threading.RLock()
         with self._write() as db:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
@@ -133,13 +138,12 @@ class Buffers:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+        with self._lock, immediate(self.db) as db:
+            yield db
+
+    def _read(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self.db.execute(sql, args).fetchall()
 
     def append(self, conversation: str, source: str, messages: Iterable[Buffered],
                meta: dict[str, Any] | None = None) -> Appended:
@@ -192,20 +196,19 @@ class Buffers:
     def idle(self, seconds: float) -> list[str]:
         """Conversations with active messages and none newer than ``seconds`` ago."""
         cutoff = time.time() - seconds
-        rows = self.db.execute("SELECT conversation FROM messages WHERE buffer IS NULL GROUP BY conversation "
-                               "HAVING MAX(received) <= ?", (cutoff,)).fetchall()
+        rows = self._read("SELECT conversation FROM messages WHERE buffer IS NULL GROUP BY conversation "
+                          "HAVING MAX(received) <= ?", (cutoff,))
         return [r[0] for r in rows]
 
     def active(self) -> list[str]:
         """Conversations with active messages."""
-        return [r[0] for r in self.db.execute("SELECT DISTINCT conversation FROM messages WHERE buffer IS NULL")]
+        return [r[0] for r in self._read("SELECT DISTINCT conversation FROM messages WHERE buffer IS NULL")]
 
     def due(self) -> list[str]:
         """Sealed buffers ready to distil: never claimed, failed and waited out, or whose claim lapsed."""
         now = time.time()
-        rows = self.db.execute(
-            "SELECT id FROM buffers WHERE (state = 'sealed' AND not_before <= ?) "
-            "OR (state = 'claimed' AND claimed_until <= ?) ORDER BY sealed", (now, now)).fetchall()
+        rows = self._read("SELECT id FROM buffers WHERE (state = 'sealed' AND not_before <= ?) "
+                          "OR (state = 'claimed' AND claimed_until <= ?) ORDER BY sealed", (now, now))
         return [r[0] for r in rows]
 
     def claim(self, buffer_id: str, seconds: float) -> str | None:
@@ -221,26 +224,24 @@ class Buffers:
 
     def holds(self, buffer_id: str, token: str) -> bool:
         """Whether the claim ``token`` still holds the buffer (it has not lapsed and been taken)."""
-        row = self.db.execute("SELECT claim, claimed_until FROM buffers WHERE id = ? AND state = 'claimed'",
-                              (buffer_id,)).fetchone()
-        return row is not None and row[0] == token
+        rows = self._read("SELECT claim FROM buffers WHERE id = ? AND state = 'claimed'", (buffer_id,))
+        return bool(rows) and rows[0][0] == token
 
     def get(self, buffer_id: str) -> Sealed | None:
         """One buffer, or None."""
-        row = self.db.execute("SELECT id, conversation, sealed, reason, tokens, messages, state, attempts, error, "
-                              "commit_id, claim FROM buffers WHERE id = ?", (buffer_id,)).fetchone()
-        return None if row is None else Sealed(*row)
+        rows = self._read("SELECT id, conversation, sealed, reason, tokens, messages, state, attempts, error, "
+                          "commit_id, claim FROM buffers WHERE id = ?", (buffer_id,))
+        return Sealed(*rows[0]) if rows else None
 
     def source(self, conversation: str) -> tuple[str, dict[str, Any]]:
         """Where a conversation comes from (api, cli, slack, claude-code) and what its source said of it."""
-        row = self.db.execute("SELECT source, meta FROM conversations WHERE conversation = ?",
-                              (conversation,)).fetchone()
-        return ("api", {}) if row is None else (row[0], json.loads(row[1]))
+        rows = self._read("SELECT source, meta FROM conversations WHERE conversation = ?", (conversation,))
+        return (rows[0][0], json.loads(rows[0][1])) if rows else ("api", {})
 
     def messages(self, buffer_id: str) -> list[Buffered]:
         """A buffer's messages in the order they arrived."""
-        rows = self.db.execute("SELECT conversation, message_id, role, author, text, time, tokens, masked "
-                               "FROM messages WHERE buffer = ? ORDER BY seq", (buffer_id,)).fetchall()
+        rows = self._read("SELECT conversation, message_id, role, author, text, time, tokens, masked "
+                          "FROM messages WHERE buffer = ? ORDER BY seq", (buffer_id,))
         return [Buffered(*row) for row in rows]
 
     def done(self, buffer_id: str, commit: str | None, result: dict[str, Any]) -> None:
@@ -263,15 +264,14 @@ class Buffers:
 
     def stats(self) -> dict[str, int]:
         """Counters and the buffers in each state, for status pages."""
-        out = {name: int(value) for name, value in self.db.execute("SELECT name, value FROM counters")}
-        for state, count in self.db.execute("SELECT state, COUNT(*) FROM buffers GROUP BY state"):
+        out = {name: int(value) for name, value in self._read("SELECT name, value FROM counters")}
+        for state, count in self._read("SELECT state, COUNT(*) FROM buffers GROUP BY state"):
             out[f"buffers_{state}"] = int(count)
-        out["active_messages"] = int(self.db.execute(
-            "SELECT COUNT(*) FROM messages WHERE buffer IS NULL").fetchone()[0])
+        out["active_messages"] = int(self._read("SELECT COUNT(*) FROM messages WHERE buffer IS NULL")[0][0])
         return out
 
     def recent(self, limit: int = 20) -> list[Sealed]:
         """The newest buffers, newest first."""
-        rows = self.db.execute("SELECT id, conversation, sealed, reason, tokens, messages, state, attempts, error, "
-                               "commit_id, claim FROM buffers ORDER BY sealed DESC LIMIT ?", (limit,)).fetchall()
+        rows = self._read("SELECT id, conversation, sealed, reason, tokens, messages, state, attempts, error, "
+                          "commit_id, claim FROM buffers ORDER BY sealed DESC LIMIT ?", (limit,))
         return [Sealed(*row) for row in rows]
