@@ -179,7 +179,8 @@ def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses
             leaving.add(m.id)
         elif never_used and not m.tenured and not m.verified and age >= NEVER_USED_KEEP_DAYS:
             judge_later.append(m)
-    candidates = [r for r in active if r.memory.id not in leaving]
+    # A technology choice keeps every option it ever had: it is never merged, into or with anything.
+    candidates = [r for r in active if r.memory.id not in leaving and r.memory.type != "techchoice"]
     sets = [r.tokens for r in candidates]
     texts = [r.memory.text for r in candidates]
     hashes = [text_hash(t) for t in texts]

@@ -33,9 +33,12 @@ class Hit:
     path_match: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, with the score and potency rounded."""
-        return {"memory": self.memory.to_dict(), "score": round(self.score, 6),
-                "potency": round(self.potency, 4), "path_match": self.path_match}
+        """A JSON-ready dict, with the score and potency rounded; a techchoice's adds ``options_table``."""
+        out = {"memory": self.memory.to_dict(), "score": round(self.score, 6),
+               "potency": round(self.potency, 4), "path_match": self.path_match}
+        if self.memory.options:
+            out["options_table"] = concepts.options_table(self.memory)
+        return out
 
 
 @dataclass(frozen=True)

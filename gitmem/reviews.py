@@ -254,13 +254,25 @@ def _digest(text: str) -> str:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return concepts.iso(value)
-    return list(value) if isinstance(value, tuple) else value
+    if isinstance(value, tuple):
+        # A techchoice's options and choices are records; everything else a list of strings.
+        return [v.to_dict() if isinstance(v, concepts.Option | concepts.Choice) else v for v in value]
+    return value
+
+
+def _item(value: Any) -> str:
+    """One element of a list field, for people: an option or a choice by its name, with the reason."""
+    if isinstance(value, concepts.Option):
+        return value.name
+    if isinstance(value, concepts.Choice):
+        return f"{value.option}" + (f" ({value.reason})" if value.reason else "")
+    return str(value)
 
 
 def _field_change(name: str, old: Any, new: Any) -> str:
     if isinstance(old, tuple) and isinstance(new, tuple):
-        added = [f"+{v}" for v in new if v not in old]
-        gone = [f"-{v}" for v in old if v not in new]
+        added = [f"+{_item(v)}" for v in new if v not in old]
+        gone = [f"-{_item(v)}" for v in old if v not in new]
         return f"{name} {' '.join(added + gone)}"
     if isinstance(old, float) or isinstance(new, float):
         return f"{name} {old if old is None else round(old, 2)} → {new if new is None else round(new, 2)}"

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import agents, importers
 from . import export as exporting
 from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
@@ -42,6 +43,7 @@ from .repo import (
     ReplayGuard,
     Watch,
     WatchList,
+    files_in_play,
     refusal,
     role_rank,
 )
@@ -94,7 +96,9 @@ class MemoryService:
         self.discussion = recall.discussion
         self.remember = memories.remember
         self.remember_many = memories.remember_many
+        self._importer = importers.Importer(memories, self._namespaces)
         self.amend = memories.amend
+        self.choose = memories.choose
         self.forget = memories.forget
         self.revert = memories.revert
         self.restore = memories.restore
@@ -166,6 +170,28 @@ class MemoryService:
     def replay_guard(self, window: int) -> ReplayGuard:
         """Where every web process keeps the signed webhook requests it saw within ``window`` seconds."""
         return replay_guard(self.settings, window)
+
+    # --- imports --------------------------------------------------------------------------------
+
+    def import_memories(self, namespace: str, fmt: str, files: object, *, dry_run: bool = False,
+                        actor: str | None = None, origin: str = "", create: bool = False) -> importers.ImportReport:
+        """Import another store's memories (files: relative path -> text) in one commit; see :mod:`gitmem.importers`."""
+        return self._importer.run(namespace, fmt, importers.check_files(files), dry_run=dry_run, actor=actor,
+                                  origin=origin, create=create)
+
+    def import_source(self, fmt: str, path: Path) -> dict[str, str]:
+        """The files of a source on disk (a folder, or a JSON file), to pass to :meth:`import_memories`."""
+        return importers.read_source(path, fmt)
+
+    # --- agents ---------------------------------------------------------------------------------
+
+    def agent_install(self, target: agents.Target, *, dry_run: bool = False) -> builtins.list[agents.AgentFile]:
+        """Write a coding agent's MCP entry and session-start hook (``dry_run``: only say what)."""
+        return agents.install(target, dry_run=dry_run)
+
+    def files_in_play(self, directory: Path, limit: int = 50) -> builtins.list[str]:
+        """The files being worked on in an agent's project (a git working tree); [] outside one."""
+        return files_in_play(directory, limit)
 
     # --- export and consolidation --------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from gitmem.concepts import TYPES, Memory, now, title_from
+from gitmem.concepts import TYPES, Memory, iso, now, title_from
 from gitmem.templating import render_template
 
 from .text import SECTION_LIMIT, clip, escape, person
@@ -104,6 +104,8 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
     if memory.title != title_from(memory.text):
         head += f"  *{escape(memory.title)}*"  # a title of its own, not just the first line
     section = f"{head}\n{escape(memory.text)}"
+    if memory.options:
+        section += "\n" + options_mrkdwn(memory)
     facts = [f"potency {memory.potency_at(at):.2f}", f"by {person(memory.author)}"]
     if memory.state != "active":
         facts.append(memory.state)
@@ -126,6 +128,23 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
     buttons += [button("Discuss", DISCUSS, value), button("Amend", AMEND, value)]
     blocks.append({"type": "actions", "block_id": f"gitmem_memory:{memory.id}", "elements": buttons})
     return blocks
+
+
+def options_mrkdwn(memory: Memory) -> str:
+    """A techchoice's options for a card: one line each with pros and cons, the active one marked."""
+    active = (memory.active or "").casefold()
+    lines = ["*Options*"]
+    for option in memory.options:
+        mark = " _(active)_" if option.name.casefold() == active else ""
+        pros = "; ".join(escape(p) for p in option.pros) or "-"
+        cons = "; ".join(escape(c) for c in option.cons) or "-"
+        lines.append(f"• *{escape(option.name)}*{mark}: :heavy_plus_sign: {pros}  :heavy_minus_sign: {cons}")
+    if memory.choices:
+        last = memory.choices[-1]
+        by = f" by {person(last.by)}" if last.by else ""
+        why = f": {escape(last.reason)}" if last.reason else ""
+        lines.append(f"Chosen {escape(last.option)} on {iso(last.at)[:10]}{by}{why}")
+    return "\n".join(lines)
 
 
 def missing_card(memory_id: str, notice: str | None = None) -> list[Block]:

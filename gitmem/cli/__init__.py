@@ -11,6 +11,7 @@ import logging
 from importlib.metadata import entry_points
 
 from . import (
+    agent,  # noqa: F401  (agent install, agent hook)
     consolidate,  # noqa: F401  (consolidate, review, worker)
     ingest,  # noqa: F401  (ingest, conversations)
     maintenance,  # noqa: F401  (maintain, backup, restore-backup)

@@ -11,6 +11,7 @@
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
+    workspace.py  the files in play in an agent's project (a git working tree), for its hooks
     buffers.py    conversations' messages waiting to be distilled (SQLite in the shared home)
     watches.py    the chat channels whose conversations are ingested (watched.json in the shared home)
 
@@ -30,6 +31,7 @@ from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
 from .vectors import VectorStore
 from .watches import Watch, WatchList, check_channel
+from .workspace import files_in_play
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Appended",
@@ -37,6 +39,6 @@ __all__ = [
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "Watch", "WatchList", "check_channel",
-    "check_namespace", "is_memory_path",
+    "check_namespace", "files_in_play", "is_memory_path",
     "match_tokens", "packing", "parse_trailers", "refusal", "role_rank", "text_hash",
 ]

@@ -22,7 +22,7 @@ from typing import Any
 
 import pygit2
 
-from ..concepts import TYPES, Memory, parse, parse_time
+from ..concepts import TYPES, Memory, choices_from, options_from, parse, parse_time
 from ..errors import MalformedConcept
 from ..similarity import normalise, tokens
 from .store import Store, refused_part
@@ -56,7 +56,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS vocab(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
-_SCHEMA_VERSION = "4"
+_SCHEMA_VERSION = "5"
 # A search scores every document that holds any of its tokens. Past this many postings it leaves
 # out the commonest tokens (recall still counts them in its coverage of the query): at 100,000
 # memories "use" alone is in a quarter of them, and scoring those took most of a query's time.
@@ -142,6 +142,8 @@ def doc_to_memory(doc: str) -> Memory:
         data[key] = parse_time(data[key])
     for key in ("tags", "paths", "verified", "related", "supersedes"):
         data[key] = tuple(data[key])
+    data["options"] = options_from(data.get("options"))
+    data["choices"] = choices_from(data.get("choices"))
     return Memory(**data)
 
 

@@ -98,7 +98,11 @@ def remember(ns: str) -> tuple[Response, int]:
     """Remember text through the write gate (writer); 201 with a Location if a memory was added, else 200."""
     who = require(ns, "writer")
     data = inputs.body()
-    inputs.known(data, "text", "type", "title", "tags", "paths", "source", "author", "state")
+    inputs.known(data, "text", "type", "title", "tags", "paths", "source", "author", "state", "options", "active",
+                 "reason")
+    options = data.get("options")
+    if options is not None and not isinstance(options, list):
+        raise InvalidInput("'options' must be a list of {name, pros, cons}")
     result = service().remember(
         ns,
         inputs.string(data, "text", required=True) or "",
@@ -109,6 +113,9 @@ def remember(ns: str) -> tuple[Response, int]:
         source=inputs.string(data, "source") or "agent",
         author=inputs.string(data, "author") or who.name,
         state=inputs.string(data, "state") or "active",
+        options=options,
+        active=inputs.string(data, "active"),
+        reason=inputs.string(data, "reason"),
     )
     assert result.memory is not None
     location = url_for("api.get_memory", ns=ns, memory_id=result.memory.id)
@@ -155,6 +162,32 @@ def forget(ns: str, memory_id: str) -> Response:
     who = require(ns, "admin" if purge else "writer")
     reason = request.args.get("reason") or None
     return jsonify(service().forget(ns, memory_id, purge=purge, reason=reason, actor=who.name).to_dict())
+
+
+@bp.post("/namespaces/<ns>/memories/<memory_id>/choose")
+def choose(ns: str, memory_id: str) -> Response:
+    """Make an option the techchoice's active one, for a reason (writer): an append-only change."""
+    who = require(ns, "writer")
+    data = inputs.body()
+    inputs.known(data, "option", "reason", "pros", "cons")
+    result = service().choose(
+        ns, memory_id, inputs.string(data, "option", required=True) or "",
+        reason=inputs.string(data, "reason", required=True) or "",
+        pros=inputs.strings(data, "pros") or (), cons=inputs.strings(data, "cons") or (), actor=who.name,
+    )
+    return jsonify(result.to_dict())
+
+
+@bp.post("/namespaces/<ns>/import")
+def import_memories(ns: str) -> Response:
+    """Import another store's memories, given as files, in one commit (admin); ``dry_run`` writes nothing."""
+    who = require(ns, "admin")
+    data = inputs.body()
+    inputs.known(data, "format", "files", "dry_run")
+    fmt = inputs.string(data, "format", required=True) or ""
+    dry_run = inputs.boolean(data, "dry_run") or False
+    report = service().import_memories(ns, fmt, data.get("files"), dry_run=dry_run, actor=who.name, origin="the API")
+    return jsonify(report.to_dict())
 
 
 @bp.get("/namespaces/<ns>/memories/<memory_id>/history")
