@@ -37,7 +37,7 @@ import shlex
 import tempfile
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,7 @@ class Target:
     namespace: str | None = None
     command: tuple[str, ...] = ("gitmem",)  # how to run gitmem here (an absolute interpreter path)
     gitmem_home: str | None = None  # GITMEM_HOME for the local server, when it is not the default
+    ingest: bool = False  # also a session-end hook that ingests the session's transcript (Claude Code)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,9 @@ def check_target(target: Target) -> Target:
         raise InvalidInput(f"unknown agent {target.client!r}; use one of: {', '.join(CLIENTS)}")
     if target.key is not None and not target.url:
         raise InvalidInput("--key goes with --url (a gitmem server); on this machine `gitmem mcp` needs no key")
+    if target.ingest and target.client != "claude-code":
+        raise InvalidInput("--ingest is for claude-code, whose session files gitmem reads; "
+                           f"{target.client}'s transcripts are not read yet")
     if target.url is not None:
         url = target.url.strip().rstrip("/")
         if not re.match(r"^https?://[^\s/]+(/\S*)?$", url):
@@ -104,8 +108,7 @@ def check_target(target: Target) -> Target:
         key = None if target.key is None else target.key.strip()
         if key is not None and (not key or any(c.isspace() for c in key)):
             raise InvalidInput("--key is empty or holds spaces; paste the key `gitmem key create` printed")
-        return Target(target.client, target.home, target.project, url, key, target.namespace, target.command,
-                      target.gitmem_home)
+        return replace(target, url=url, key=key)
     return target
 
 
@@ -164,6 +167,11 @@ def hook_command(target: Target) -> str:
     if target.gitmem_home and target.url is None:
         command = f"GITMEM_HOME={shlex.quote(target.gitmem_home)} {command}"
     return command
+
+
+def ingest_command(target: Target) -> str:
+    """The shell command the session-end hook runs: the session's transcript into pending memories."""
+    return hook_command(target).replace(" hook claude-code", " hook claude-code --ingest", 1)
 
 
 def _load_json(path: Path, text: str | None) -> dict[str, Any]:
@@ -343,6 +351,8 @@ def plan(target: Target, read: Callable[[Path], str | None]) -> list[AgentFile]:
     else:
         mcp_after = _with_mcp_json(mcp_path, mcp_before, entry)
         hook_after = _with_nested_hook(hook_path, hook_before, "SessionStart", _SOURCES["claude-code"], command, 30)
+        if target.ingest:
+            hook_after = _with_nested_hook(hook_path, hook_after, "SessionEnd", "", ingest_command(target), 120)
     files.append(AgentFile(mcp_path, mcp_before, mcp_after, "mcp"))
     files.append(AgentFile(hook_path, hook_before, hook_after, "hook"))
     return files
@@ -433,6 +443,22 @@ def hook_output(client: str, context: str) -> str:
         return json.dumps({"additional_context": context}, ensure_ascii=False)
     return json.dumps({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}},
                       ensure_ascii=False)
+
+
+def hook_transcript(stdin_text: str) -> tuple[Path, str | None]:
+    """The transcript file and session id Claude Code names in a session-end hook's input.
+
+    Raises :class:`~gitmem.errors.InvalidInput` when the input names no transcript.
+    """
+    try:
+        data = json.loads(stdin_text) if stdin_text.strip() else {}
+    except json.JSONDecodeError:
+        data = {}
+    path = data.get("transcript_path") if isinstance(data, dict) else None
+    if not isinstance(path, str) or not path.strip():
+        raise InvalidInput("the hook's input names no transcript_path (run it as Claude Code's SessionEnd hook)")
+    session = data.get("session_id")
+    return Path(path).expanduser(), session if isinstance(session, str) and session.strip() else None
 
 
 def hook_folder(stdin_text: str, default: Path) -> Path:

@@ -292,3 +292,77 @@ def test_the_hook_asks_a_server_with_the_key_install_kept(settings: Settings, ho
     revoked = subprocess.run(hook, shell=True, input="{}", capture_output=True, text=True, timeout=120,
                              env=env | {"GITMEM_KEY": "gmk_wrong"})
     assert revoked.stdout == "" and "401" in revoked.stderr
+
+
+SESSION = [
+    {"type": "user", "sessionId": "5f0c-11aa", "cwd": "/home/ana/shop", "uuid": "u1",
+     "timestamp": "2026-11-20T10:00:01Z", "message": {"role": "user", "content": "Add date-fns to the web app"}},
+    {"type": "assistant", "sessionId": "5f0c-11aa", "uuid": "a1", "message": {"role": "assistant", "content": [
+        {"type": "text", "text": "Running npm install date-fns."},
+        {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "npm install date-fns"}}]}},
+    {"type": "user", "sessionId": "5f0c-11aa", "uuid": "u2", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "added 1 package"}]}},
+    {"type": "user", "sessionId": "5f0c-11aa", "uuid": "u3", "message": {
+        "role": "user", "content": "No, we use pnpm, not npm. Never run npm install in this repo."}},
+]
+
+
+def session_file(tmp_path: Path) -> Path:
+    path = tmp_path / "5f0c-11aa.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in SESSION))
+    return path
+
+
+def test_the_session_end_hook_ingests_the_session_into_pending_memories(settings: Settings, home: Path,
+                                                                        tmp_path: Path) -> None:
+    agent(settings, home, "install", "claude-code", "--ingest", "--namespace", "team")
+    MemoryService(settings).init("team")
+    hooks = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]
+    (end,) = hooks["SessionEnd"]
+    command = end["hooks"][0]["command"]
+    assert "agent hook claude-code --ingest --namespace team" in command and end["hooks"][0]["timeout"] == 120
+    assert len(hooks["SessionStart"]) == 1
+    again = agent(settings, home, "install", "claude-code", "--ingest", "--namespace", "team")
+    assert again.stdout.count("unchanged:") == 2  # installing twice adds no second hook
+    event = {"session_id": "5f0c-11aa", "transcript_path": str(session_file(tmp_path)), "cwd": str(tmp_path),
+             "hook_event_name": "SessionEnd", "reason": "exit"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")} | {"HOME": str(home),
+                                                                                 "GITMEM_EMBEDDINGS": "none"}
+    done = subprocess.run(command, shell=True, input=json.dumps(event), capture_output=True, text=True, env=env,
+                          timeout=120, check=True)
+    assert done.stdout == "" and "3 new messages of session 5f0c-11aa" in done.stderr
+    svc = MemoryService(settings)
+    try:
+        texts = sorted((m.text, m.state, m.source) for m in svc.list("team"))
+    finally:
+        svc.close()
+    assert texts == [("Never run npm install in this repo.", "pending", "agent"),
+                     ("We use pnpm, not npm.", "pending", "agent")]
+
+
+def test_the_session_end_hook_sends_the_session_to_a_server(settings: Settings, home: Path, tmp_path: Path,
+                                                            served: str) -> None:
+    key = KeyStore(settings.home).create("team", "writer", name="alice-claude")[0]
+    agent(settings, home, "install", "claude-code", "--ingest", "--url", served, "--key", key, "--namespace", "team")
+    (end,) = json.loads((home / ".claude" / "settings.json").read_text())["hooks"]["SessionEnd"]
+    command = end["hooks"][0]["command"]
+    assert key not in command
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")} | {
+        "HOME": str(home), "GITMEM_HOME": str(tmp_path / "elsewhere")}
+    event = json.dumps({"session_id": "5f0c-11aa", "transcript_path": str(session_file(tmp_path))})
+    done = subprocess.run(command, shell=True, input=event, capture_output=True, text=True, env=env, timeout=120,
+                          check=True)
+    assert "3 new messages of session 5f0c-11aa sent to" in done.stderr
+    svc = MemoryService(settings)
+    try:
+        assert svc.ingest_status("team")["messages"] == 3
+    finally:
+        svc.close()
+    broken = subprocess.run(command, shell=True, input="{}", capture_output=True, text=True, env=env, timeout=120)
+    assert broken.returncode == 0 and "names no transcript_path" in broken.stderr
+
+
+def test_ingest_is_only_for_claude_code(settings: Settings, home: Path) -> None:
+    done = agent(settings, home, "install", "cursor", "--ingest", ok=False)
+    assert done.returncode == 2 and "--ingest is for claude-code" in done.stderr
+    assert not (home / ".cursor").exists()

@@ -10,7 +10,8 @@ from pathlib import Path
 import click
 import httpx
 
-from ..agents import CLIENTS, KEY_VARIABLE, Target, hook_folder, hook_output
+from .. import transcripts
+from ..agents import CLIENTS, KEY_VARIABLE, Target, hook_folder, hook_output, hook_transcript
 from ..errors import GitmemError, InvalidInput
 from .base import emit, json_option, main, namespace_option, ns_name, service, settings
 
@@ -59,9 +60,11 @@ def agent() -> None:
 @click.option("--project", "project", type=click.Path(file_okay=False, path_type=Path),
               help="Write the project's files in this folder (.mcp.json, .cursor/, .codex/) instead of your own.")
 @click.option("--print", "dry_run", is_flag=True, help="Show what would be written; write nothing.")
+@click.option("--ingest", is_flag=True,
+              help="claude-code: also a session-end hook that ingests the session into pending memories.")
 @namespace_option
 @json_option
-def install(client: str, url: str | None, key: str | None, project: Path | None, dry_run: bool,
+def install(client: str, url: str | None, key: str | None, project: Path | None, dry_run: bool, ingest: bool,
             namespace: str | None, as_json: bool) -> None:
     """Write CLIENT's MCP entry for gitmem and a session-start hook that loads `gitmem context`.
 
@@ -79,7 +82,7 @@ def install(client: str, url: str | None, key: str | None, project: Path | None,
     target = Target(client=client, home=Path.home(), project=None if project is None else project.resolve(),
                     url=url, key=key, namespace=None if namespace is None else ns_name(namespace),
                     command=(sys.executable, "-m", "gitmem"),
-                    gitmem_home=None if url else str(config.home.resolve()))
+                    gitmem_home=None if url else str(config.home.resolve()), ingest=ingest)
     files = service().agent_install(target, dry_run=dry_run)
     saved = None
     if key is not None and url is not None and not dry_run:
@@ -115,15 +118,25 @@ def install(client: str, url: str | None, key: str | None, project: Path | None,
 @click.argument("client", type=click.Choice(CLIENTS))
 @click.option("--url", metavar="URL", help="Ask this gitmem server (key: $GITMEM_KEY or the one install kept).")
 @click.option("--limit", "-l", type=click.IntRange(1, 200), default=20, show_default=True)
+@click.option("--ingest", is_flag=True,
+              help="The session-end hook instead: ingest the transcript the client names (claude-code).")
 @namespace_option
-def hook(client: str, url: str | None, limit: int, namespace: str | None) -> None:
+def hook(client: str, url: str | None, limit: int, ingest: bool, namespace: str | None) -> None:
     """The session-start hook: print the memories for the files in play, as CLIENT's hook expects.
 
     Reads the JSON the client sends on standard input for the project folder, finds the files
     changed there (or in the last commit), and prints `gitmem context` for them. It never stops
     a session: when memories cannot be loaded it says why on standard error and prints nothing.
+    With --ingest it is Claude Code's session-end hook: the session's transcript goes to
+    ingestion (this machine's, or the server's with --url), to become pending memories.
     """
     raw = "" if sys.stdin.isatty() else sys.stdin.read(HOOK_INPUT_LIMIT)
+    if ingest:
+        try:
+            click.echo(_ingest_session(client, raw, url, ns_name(namespace)), err=True)
+        except (GitmemError, httpx.HTTPError, OSError) as exc:
+            click.echo(f"gitmem: the session was not ingested: {exc}", err=True)
+        return
     folder = hook_folder(raw, Path.cwd())
     name = ns_name(namespace)
     try:
@@ -133,6 +146,34 @@ def hook(client: str, url: str | None, limit: int, namespace: str | None) -> Non
         click.echo(f"gitmem: no memories loaded: {exc}", err=True)
         return
     click.echo(hook_output(client, text))
+
+
+def _ingest_session(client: str, raw: str, url: str | None, namespace: str) -> str:
+    """Send a finished session's transcript to ingestion; a line saying what was taken."""
+    if client != "claude-code":
+        raise InvalidInput(f"--ingest reads Claude Code's session files, not {client}'s")
+    path, session = hook_transcript(raw)
+    read = transcripts.read(path.read_text(encoding="utf-8").splitlines())
+    conversation = transcripts.conversation_id(session or read.conversation or path.stem)
+    messages = [{k: v for k, v in m.items() if k != "line"} for m in read.messages]
+    if url is None:
+        done = service().ingest(namespace, conversation, messages, source="claude-code", meta=read.meta, flush=True)
+        added = done.accepted.added if done.accepted else 0
+        return f"gitmem: {added} new messages of session {conversation} ingested"
+    base = url.strip().rstrip("/").removesuffix("/mcp")
+    key = os.environ.get(KEY_VARIABLE) or _read_keys().get(base)
+    if not key:
+        raise InvalidInput(f"no key for {base}: set ${KEY_VARIABLE} or run `gitmem agent install ... --key`")
+    added = 0
+    for start in range(0, len(messages), 1000):
+        last = start + 1000 >= len(messages)
+        response = httpx.post(f"{base}/api/v1/namespaces/{namespace}/conversations/{conversation}/messages",
+                              json={"messages": messages[start : start + 1000], "flush": last},
+                              headers={"Authorization": f"Bearer {key}"}, timeout=HOOK_TIMEOUT)
+        if response.status_code != 202:
+            raise InvalidInput(f"{base} answered {response.status_code}: {response.text[:200]}")
+        added += int(response.json().get("added", 0))
+    return f"gitmem: {added} new messages of session {conversation} sent to {base}"
 
 
 def _remote_context(url: str, namespace: str, files: list[str], limit: int) -> str:
