@@ -484,3 +484,47 @@ def _from_meta(meta: dict[str, Any], body: str, path: str) -> Memory:
         archived_reason=None if not meta.get("archived_reason") else str(meta["archived_reason"]),
         path=path,
     )
+
+
+# --- files pushed over git -------------------------------------------------------------------------
+
+#: gitmem's own fields: a pushed file that lacks one (a plain OKF file with only ``type``) is
+#: accepted and completed when it reaches main.
+OWN_FIELDS = ("id", "created", "updated", "potency", "state", "source")
+
+
+def parse_pushed(data: bytes, path: str) -> tuple[Memory, bool]:
+    """A memory file pushed over git, and whether it lacks some of :data:`OWN_FIELDS`.
+
+    Such a file parses as far as OKF asks (frontmatter with a valid ``type``, text below it);
+    a missing ``id`` is given a new one here, so the memory read back is what completing the
+    file writes. Anything else wrong raises :class:`MalformedConcept` naming ``path``.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedConcept(path, f"not valid UTF-8 (byte {exc.start})") from exc
+    match = _FRONTMATTER.match(text.removeprefix("\ufeff"))
+    if not match:
+        raise MalformedConcept(path, "no YAML frontmatter between '---' lines at the top")
+    try:
+        meta = yaml.load(match.group(1), Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise MalformedConcept(path, f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    if not isinstance(meta, dict):
+        raise MalformedConcept(path, "frontmatter must be a mapping of fields")
+    missing = [name for name in OWN_FIELDS if meta.get(name) in (None, "")]
+    if "id" in missing:
+        meta = {**meta, "id": new_id()}
+    try:
+        return _from_meta(meta, match.group(2).strip(), path), bool(missing)
+    except (TypeError, ValueError) as exc:
+        raise MalformedConcept(path, str(exc)) from exc
+
+
+def complete(data: bytes, path: str) -> bytes | None:
+    """The pushed file with gitmem's own fields filled in (id, created, potency...), or None if it has them."""
+    memory, incomplete = parse_pushed(data, path)
+    if not incomplete:
+        return None
+    return render(memory.replace(description=memory.description or description_from(memory.text)))
