@@ -629,6 +629,21 @@ class Reviews:
         return self.open(namespace, branch=ref, base=str(base.id), title=title, author=author, kind=kind,
                          description=description)
 
+    def repoint(self, namespace: str, number: int, *, head: str, base: str, actor: str) -> Review:
+        """Point an open review at its branch's new head (a push added commits to it)."""
+        number = _number(number)
+        store = self.namespaces.open(namespace).store
+        count = len(store.between(base, head))
+
+        def update(review: Review) -> Review:
+            if review.status != "open":
+                raise Conflict(f"review #{number} is already {review.status}")
+            return replace(review, head=head, base=base, commit_count=count, updated=now())
+
+        review = self._save(namespace, number, update, f"{actor} pushed more commits", actor)
+        self._publish(namespace, review)
+        return review
+
     def comment(self, namespace: str, number: int, *, actor: str, text: str) -> Review:
         """Add a comment to a review's thread (any status)."""
         number = _number(number)
@@ -739,6 +754,7 @@ class Reviews:
                     stale = {exc.commit: f"{exc}; {self._advice(review)}"}
                     self._mark_stale(namespace, review, stale, actor)
                     raise StaleReview(_stale_message(number, every, stale)) from exc
+                tip = completed(store, tip, main, actor)  # files pushed without gitmem's fields
                 try:
                     store.move_ref(MAIN, tip.id, str(main.id), f"approve review #{number} by {actor}")
                 except RefLocked:
@@ -908,6 +924,33 @@ class Reviews:
         """Say that a review was decided (``review.closed``) or decided in part (``review.updated``)."""
         event = "review.updated" if review.status == "open" else "review.closed"
         notify.publish(self.settings, {"event": event, "namespace": namespace, "review": review.to_dict()})
+
+
+def completed(store: Store, tip: Commit, since: Commit, actor: str) -> Commit:
+    """``tip``, or one more commit on it that completes the memory files changed since ``since``.
+
+    A file pushed over git may lack gitmem's own fields (a plain OKF file with only ``type``):
+    when it reaches main it gets them (:func:`gitmem.concepts.complete`), in one commit.
+    """
+    files: dict[str, bytes | None] = {}
+    ids: list[str] = []
+    for change in store.file_changes(tip, since=since):
+        if change.new_path is None or change.new_text is None or not is_memory_path(change.new_path):
+            continue
+        data = store.read(change.new_path, tip)
+        try:
+            done = None if data is None else concepts.complete(data, change.new_path)
+        except MalformedConcept:
+            continue  # the push was checked; a file that does not parse now is left as it is
+        if done is not None:
+            files[change.new_path] = done
+            ids.append(concepts.parse(done, change.new_path).id)
+    if not files:
+        return tip
+    change = Change(files, f"complete {len(files)} memory file(s) pushed without gitmem's fields", "complete",
+                    tuple(ids), "import", actor,
+                    body="Gave them an id and the fields gitmem keeps (created, potency, state...).")
+    return store.commit(str(store.write_commit(tip, change)))
 
 
 def _status(every: Sequence[Commit], states: dict[str, str]) -> str:

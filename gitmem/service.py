@@ -16,7 +16,7 @@ import builtins
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from . import export as exporting
 from .concepts import check_id, iso, now
@@ -26,6 +26,7 @@ from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
+from .pushes import Pushes
 from .recall import Comment, Hit, Recall
 from .repo import (
     ALL_NAMESPACES,
@@ -75,6 +76,8 @@ class MemoryService:
                                             self._leases, self._semantics)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
         maintenance = Maintenance(self._namespaces, settings)
+        self._pushes = Pushes(self._namespaces, self.reviews, settings, self._semantics,
+                              on_main=self._added if trigger else None)
         self._keys: KeyStore | None = None
 
         # The memory operations, as the modules behind them define them.
@@ -158,6 +161,23 @@ class MemoryService:
     def replay_guard(self, window: int) -> ReplayGuard:
         """Where every web process keeps the signed webhook requests it saw within ``window`` seconds."""
         return replay_guard(self.settings, window)
+
+    # --- git push --------------------------------------------------------------------------------
+
+    def push_advertisement(self, namespace: str) -> bytes:
+        """What ``git push`` reads first: the branches of ``namespace`` and what the server speaks."""
+        return self._pushes.advertise(namespace)
+
+    def push_refused(self, message: str) -> bytes:
+        """An advertisement that stops ``git push`` with ``fatal: remote error: <message>``."""
+        from .repo import receive
+
+        return receive.refused_advertisement(message)
+
+    def receive_push(self, namespace: str, body: BinaryIO, *, actor: str, role: str,
+                     base_url: str | None = None) -> bytes:
+        """Take a ``git push`` request; the answer for the client (see :mod:`gitmem.pushes`)."""
+        return self._pushes.receive(namespace, body, actor=actor, role=role, base_url=base_url)
 
     # --- export and consolidation --------------------------------------------------------------
 

@@ -8,6 +8,7 @@
     runstate.py   the per-namespace consolidation lock and trigger state
     leases.py     the same lock across hosts: a lease on Redis with fencing tokens (loads redis)
     packing.py    packing, object counts and bundles, by the git program
+    receive.py    the receiving side of git push: pkt-lines, a quarantined pack, what it brings
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
@@ -17,14 +18,14 @@ Everything above this layer works with the names exported here and never imports
 
 from __future__ import annotations
 
-from . import packing
+from . import packing, receive
 from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, text_hash
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
 from .packing import ObjectCounts
 from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
-from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
+from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers, refused_part
 from .vectors import VectorStore
 
 __all__ = [
@@ -32,5 +33,5 @@ __all__ = [
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "check_namespace", "is_memory_path",
-    "match_tokens", "packing", "parse_trailers", "refusal", "role_rank", "text_hash",
+    "match_tokens", "packing", "parse_trailers", "receive", "refusal", "refused_part", "role_rank", "text_hash",
 ]

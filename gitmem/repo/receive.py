@@ -29,6 +29,8 @@ from pygit2.enums import FileMode, SortMode
 from ..errors import InvalidInput, Unavailable
 from .store import MAIN, Store
 
+#: An open repository, for the modules above this layer to pass around.
+Repository = pygit2.Repository
 ZERO = "0" * 40
 FLUSH = b"0000"
 CAPABILITIES = "report-status side-band-64k ofs-delta quiet agent=gitmem object-format=sha1"
@@ -193,7 +195,8 @@ class Quarantine:
             proc.stdin.close()
         except BrokenPipeError:
             pass  # git stopped reading: its exit status and message say why
-        said = proc.stderr.read().decode("utf-8", "replace")
+        with proc.stderr:
+            said = proc.stderr.read().decode("utf-8", "replace")
         if proc.wait() != 0:
             words = "; ".join(line.strip() for line in said.splitlines() if line.strip()) or "no reason given"
             raise InvalidInput(f"the pushed pack was refused: {words}")
