@@ -158,6 +158,8 @@ class Pushes:
         current = ns.store.head_id(command.ref) if command.ref.startswith("refs/heads/") else None
         if current is None:
             return None
+        if command.ref.startswith(REVIEW_PREFIX):
+            return None  # a proposal may be rewritten (rebased): the open review follows it
         if command.old != current:
             return (f"{command.ref.removeprefix('refs/heads/')} moved since you fetched it (it is at {current[:10]} "
                     "now); fetch, rebase and push again (`gitmem sync` does all three)")
@@ -368,15 +370,13 @@ class Pushes:
         outcome.messages.append("nothing reaches main until a reviewer approves it")
 
     def _update_review(self, ns: Namespace, command: receive.RefUpdate, actor: str, base: str) -> Review:
-        """A push to an existing review branch: move it (fast-forward) and point its open review at it."""
+        """A push to an existing review branch: move it (a rebase may rewrite it) and point its open review at it."""
         store = ns.store
         current = store.head_id(command.ref)
         assert current is not None
         open_reviews = [r for r in self.reviews.list(ns.name, status="open") if r.branch == command.ref]
         if not open_reviews:
             raise InvalidInput(f"{command.ref} belongs to no open review; push to a new review branch name")
-        if command.old != current or not receive.descends(store.repo, command.new, current):
-            raise InvalidInput(f"{command.ref} is at {current[:10]}: push on top of it (fast-forward only)")
         store.move_ref(command.ref, command.new, current, f"push by {actor}")
         return self.reviews.repoint(ns.name, open_reviews[0].number, head=command.new, base=base, actor=actor)
 

@@ -43,7 +43,9 @@ from .repo import (
     role_rank,
 )
 from .repo import check_namespace as check_namespace
+from .repo import syncing
 from .repo.replays import replay_guard
+from .repo.syncing import SyncResult
 from .reviews import STATUSES as REVIEW_STATUSES
 from .reviews import Review, Reviews, summarise
 from .semantic import Semantics
@@ -178,6 +180,11 @@ class MemoryService:
                      base_url: str | None = None) -> bytes:
         """Take a ``git push`` request; the answer for the client (see :mod:`gitmem.pushes`)."""
         return self._pushes.receive(namespace, body, actor=actor, role=role, base_url=base_url)
+
+    def sync(self, path: Path, *, url: str | None, key: str | None, actor: str, to: str = "auto",
+             message: str | None = None, dry_run: bool = False) -> SyncResult:
+        """Sync a clone or a plain folder of memories with a gitmem server (see :mod:`gitmem.repo.syncing`)."""
+        return syncing.sync(path, url=url, key=key, actor=actor, to=to, message=message, dry_run=dry_run)
 
     # --- export and consolidation --------------------------------------------------------------
 

@@ -42,10 +42,6 @@ _OWN_FSCK = ("hasdot", "hasdotdot", "hasdotgit", "emptyname", "fullpathname")
 _SIDEBAND_CHUNK = 65515
 
 
-class ProtocolError(InvalidInput):
-    """The client sent something that is not a receive-pack request."""
-
-
 def pkt(data: bytes) -> bytes:
     """One pkt-line: four hex digits of length (themselves included), then ``data``."""
     return b"%04x" % (len(data) + 4) + data
@@ -55,18 +51,18 @@ def read_pkt(stream: IO[bytes]) -> bytes | None:
     """The next pkt-line's payload, or None for a flush packet."""
     head = stream.read(4)
     if len(head) != 4:
-        raise ProtocolError("the push request ended early (no flush packet after the ref updates)")
+        raise InvalidInput("the push request ended early (no flush packet after the ref updates)")
     try:
         size = int(head, 16)
     except ValueError:
-        raise ProtocolError(f"the push request is not pkt-line framed (it starts {head!r})") from None
+        raise InvalidInput(f"the push request is not pkt-line framed (it starts {head!r})") from None
     if size == 0:
         return None
     if size < 4:
-        raise ProtocolError(f"bad pkt-line length {size}")
+        raise InvalidInput(f"bad pkt-line length {size}")
     data = stream.read(size - 4)
     if len(data) != size - 4:
-        raise ProtocolError("the push request ended in the middle of a line")
+        raise InvalidInput("the push request ended in the middle of a line")
     return data
 
 
@@ -102,12 +98,12 @@ def read_commands(stream: IO[bytes]) -> tuple[list[RefUpdate], set[str]]:
             caps = set(wanted.decode("ascii", "replace").split())
         parts = text.decode("utf-8", "replace").split(" ")
         if len(parts) != 3 or not all(_is_oid(p) for p in parts[:2]) or not parts[2].startswith("refs/"):
-            raise ProtocolError(f"not a ref update: {text[:200]!r}")
+            raise InvalidInput(f"not a ref update: {text[:200]!r}")
         commands.append(RefUpdate(parts[0], parts[1], parts[2]))
         if len(commands) > MAX_COMMANDS:
-            raise ProtocolError(f"a push may update at most {MAX_COMMANDS} refs")
+            raise InvalidInput(f"a push may update at most {MAX_COMMANDS} refs")
     if not commands:
-        raise ProtocolError("the push names no ref to update")
+        raise InvalidInput("the push names no ref to update")
     return commands, caps
 
 
