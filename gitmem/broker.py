@@ -2,7 +2,8 @@
 
 The beat schedule runs consolidation of every namespace (``consolidate_schedule_hours``) and
 maintenance, the packing of every namespace's repository (``maintain_schedule_hours``), each
-a daily task that queues one task per namespace.
+a daily task that queues one task per namespace, and pushes again to every mirror that fell
+behind (``mirror_retry_seconds``: one that was down, or a push that never ran).
 
 With ``GITMEM_BROKER_URL`` unset the broker is embedded: kombu's filesystem transport in
 ``$GITMEM_HOME/state/broker`` and results in ``$GITMEM_HOME/state/results``, no server needed, so
@@ -35,6 +36,8 @@ CONSOLIDATE = "gitmem.consolidate"
 CONSOLIDATE_ALL = "gitmem.consolidate_all"
 MAINTAIN = "gitmem.maintain"
 MAINTAIN_ALL = "gitmem.maintain_all"
+MIRROR = "gitmem.mirror"
+MIRROR_ALL = "gitmem.mirror_all"
 
 
 def is_embedded(settings: Settings) -> bool:
@@ -65,6 +68,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "maintain-every-namespace": {
                 "task": MAINTAIN_ALL,
                 "schedule": timedelta(hours=settings.maintain_schedule_hours),
+            },
+            "mirror-what-fell-behind": {
+                "task": MIRROR_ALL,
+                "schedule": timedelta(seconds=settings.mirror_retry_seconds),
             },
         },
     }
@@ -115,7 +122,7 @@ _apps: dict[tuple[Any, ...], Celery] = {}
 def app_for(settings: Settings) -> Celery:
     """A cached app per broker configuration, for enqueuing from front ends."""
     key = (str(settings.home), settings.broker_url, settings.result_backend, settings.celery_queue,
-           settings.consolidate_schedule_hours, settings.maintain_schedule_hours)
+           settings.consolidate_schedule_hours, settings.maintain_schedule_hours, settings.mirror_retry_seconds)
     found = _apps.get(key)
     if found is None:
         found = _apps[key] = create_celery(settings)
@@ -132,6 +139,13 @@ class CeleryQueue:
         """Send a consolidation run of ``namespace`` to the workers; returns the task id."""
         policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
         result = app_for(self.settings).send_task(CONSOLIDATE, args=[namespace], kwargs={"dry_run": dry_run},
+                                                  retry=True, retry_policy=policy)
+        return str(result.id)
+
+    def enqueue_mirror(self, namespace: str, *, countdown: float = 0) -> str:
+        """Send a push of ``namespace`` to its mirrors to the workers, ``countdown`` seconds from now."""
+        policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
+        result = app_for(self.settings).send_task(MIRROR, args=[namespace], countdown=countdown or None,
                                                   retry=True, retry_policy=policy)
         return str(result.id)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -44,6 +45,7 @@ from .repo import (
 )
 from .repo import check_namespace as check_namespace
 from .repo import syncing
+from .repo.mirrors import Mirrors
 from .repo.replays import replay_guard
 from .repo.syncing import SyncResult
 from .reviews import STATUSES as REVIEW_STATUSES
@@ -59,6 +61,8 @@ __all__ = [
     "summarise",
 ]
 log = logging.getLogger(__name__)
+#: Seconds between a change and the push to the namespace's mirrors that carries it.
+MIRROR_DELAY = 1.0
 
 
 class MemoryService:
@@ -78,6 +82,9 @@ class MemoryService:
                                             self._leases, self._semantics)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
         maintenance = Maintenance(self._namespaces, settings)
+        self._mirror_seen: dict[str, tuple[int, bool, float]] = {}
+        if trigger:
+            self._namespaces.on_change = self._changed
         self._pushes = Pushes(self._namespaces, self.reviews, settings, self._semantics,
                               on_main=self._added if trigger else None)
         self._keys: KeyStore | None = None
@@ -87,7 +94,7 @@ class MemoryService:
         self.list = recall.list
         self.recall = recall.recall
         self.context = recall.context
-        self.status = recall.status
+        self._recall_status = recall.status
         self.history = recall.history
         self.log = recall.log
         self.discussion = recall.discussion
@@ -180,6 +187,74 @@ class MemoryService:
                      base_url: str | None = None) -> bytes:
         """Take a ``git push`` request; the answer for the client (see :mod:`gitmem.pushes`)."""
         return self._pushes.receive(namespace, body, actor=actor, role=role, base_url=base_url)
+
+    def status(self, namespace: str) -> dict[str, Any]:
+        """Counts by state, type and potency tier, head, malformed files, and each mirror's status."""
+        data = self._recall_status(namespace)
+        data["mirrors"] = self.mirror_status(namespace)
+        return data
+
+    # --- mirrors ---------------------------------------------------------------------------------
+
+    def mirrors(self, namespace: str) -> dict[str, str]:
+        """The mirrors of ``namespace``: name -> URL."""
+        return self._mirrors(namespace).list()
+
+    def mirror_add(self, namespace: str, url: str, *, name: str | None = None) -> str:
+        """Mirror ``namespace`` to ``url`` from now on (the workers push after every change); its name."""
+        added = self._mirrors(namespace).add(url, name)
+        self._mirror_seen.pop(namespace, None)
+        return added
+
+    def mirror_remove(self, namespace: str, name: str) -> None:
+        """Stop mirroring ``namespace`` to the mirror ``name``."""
+        self._mirrors(namespace).remove(name)
+        self._mirror_seen.pop(namespace, None)
+
+    def mirror_push(self, namespace: str, *, name: str | None = None) -> dict[str, dict[str, Any]]:
+        """Push ``namespace``'s branches to its mirrors now, in this process; each one's status."""
+        return self._mirrors(namespace).push(name)
+
+    def mirror_status(self, namespace: str) -> dict[str, dict[str, Any]]:
+        """Each mirror of ``namespace``: URL, whether the last push worked, its error, whether it is behind."""
+        return self._mirrors(namespace).status()
+
+    def mirrors_behind(self, namespace: str) -> bool:
+        """Whether a mirror of ``namespace`` lacks a change or failed its last push."""
+        return self._mirrors(namespace).behind()
+
+    def _mirrors(self, namespace: str) -> Mirrors:
+        ns = self._namespaces.open(namespace)
+        return Mirrors(ns.store, ns.state, self.settings)
+
+    def _changed(self, namespace: str) -> None:
+        """After a ref moved: queue a push to the namespace's mirrors, a moment later, once per moment.
+
+        The push runs :data:`MIRROR_DELAY` seconds later and sends the branches as they are then,
+        so every change within that moment needs no push of its own. Queuing never fails the
+        write; a push that was never queued is made up by the beat's sweep.
+        """
+        seen = self._mirror_seen.get(namespace)
+        config = self._namespaces.repo_path(namespace) / "config"
+        try:
+            stamp = config.stat().st_mtime_ns
+        except OSError:
+            return
+        if seen is None or seen[0] != stamp:
+            seen = (stamp, bool(self.mirrors(namespace)), 0.0)
+        if not seen[1]:
+            self._mirror_seen[namespace] = seen
+            return
+        moment = time.monotonic()
+        if moment - seen[2] < MIRROR_DELAY * 0.8:
+            return
+        self._mirror_seen[namespace] = (seen[0], True, moment)
+        try:
+            from .broker import CeleryQueue
+
+            CeleryQueue(self.settings).enqueue_mirror(namespace, countdown=MIRROR_DELAY)
+        except Exception:  # a broker that is down must not fail a write; the sweep catches up
+            log.exception("could not queue the push of %s to its mirrors", namespace)
 
     def sync(self, path: Path, *, url: str | None, key: str | None, actor: str, to: str = "auto",
              message: str | None = None, dry_run: bool = False) -> SyncResult:

@@ -71,3 +71,68 @@ def sync(directory: Path, url: str | None, key: str | None, to: str, message: st
             click.echo("up to date: nothing to push")
 
     emit(result.to_dict(), as_json, human)
+
+
+@main.group()
+def mirror() -> None:
+    """Mirrors: push a namespace's main and review branches to upstream remotes after every change.
+
+    The workers push (`gitmem worker`, or the one `gitmem serve` starts), tried again when a mirror
+    is down; a mirror never holds up or loses a write. Tokens come from the environment:
+    GITMEM_MIRROR_CREDENTIALS=github.com=TOKEN,gitlab.example.com=user:TOKEN.
+    """
+
+
+@mirror.command("add")
+@click.argument("namespace")
+@click.argument("url")
+@click.option("--name", default=None, help="The mirror's name. Default: from the URL's host.")
+def mirror_add(namespace: str, url: str, name: str | None) -> None:
+    """Mirror NAMESPACE to URL (https://, ssh://, git@host:path or a path to a repository)."""
+    added = service().mirror_add(namespace, url, name=name)
+    click.echo(f"{namespace} mirrors to {added} ({url}); push it now with `gitmem mirror push {namespace}`")
+
+
+@mirror.command("list")
+@click.argument("namespace")
+@json_option
+def mirror_list(namespace: str, as_json: bool) -> None:
+    """List NAMESPACE's mirrors with the outcome of their last push."""
+    data = service().mirror_status(namespace)
+
+    def human() -> None:
+        if not data:
+            click.echo(f"{namespace} has no mirrors; add one with `gitmem mirror add {namespace} URL`")
+        for name, entry in data.items():
+            state = {True: "ok", False: "failing", None: "not pushed yet"}[entry["ok"]]
+            behind = ", behind" if entry["behind"] else ""
+            error = f": {entry['error']}" if entry.get("error") else ""
+            click.echo(f"{name}  {entry['url']}  {state}{behind}{error}")
+
+    emit(data, as_json, human)
+
+
+@mirror.command("remove")
+@click.argument("namespace")
+@click.argument("name")
+def mirror_remove(namespace: str, name: str) -> None:
+    """Stop mirroring NAMESPACE to the mirror NAME (what it holds stays there)."""
+    service().mirror_remove(namespace, name)
+    click.echo(f"{namespace} no longer mirrors to {name}")
+
+
+@mirror.command("push")
+@click.argument("namespace")
+@click.option("--name", default=None, help="Only this mirror.")
+@json_option
+def mirror_push(namespace: str, name: str | None, as_json: bool) -> None:
+    """Push NAMESPACE's branches to its mirrors now, in this process (exit 7 when one fails)."""
+    data = service().mirror_push(namespace, name=name)
+
+    def human() -> None:
+        for mirror_name, entry in data.items():
+            click.echo(f"{mirror_name}: {'ok' if entry['ok'] else 'failing: ' + str(entry['error'])}")
+
+    emit(data, as_json, human)
+    if any(not entry["ok"] for entry in data.values()):
+        raise SystemExit(7)

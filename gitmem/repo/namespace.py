@@ -159,6 +159,8 @@ class Namespaces:
         self.settings = settings
         self._open: dict[str, Namespace] = {}
         self._lock = threading.Lock()
+        #: Called with the namespace's name after gitmem moved one of its refs (see Store.moved).
+        self.on_change: Callable[[str], None] | None = None
 
     def repo_path(self, namespace: str) -> Path:
         """The bare repository of a namespace: ``$GITMEM_HOME/repos/<namespace>.git``."""
@@ -194,10 +196,16 @@ class Namespaces:
                     f"namespace {namespace!r} does not exist; create it with `gitmem init --namespace {namespace}`"
                 )
             state = self.settings.state_dir / namespace
-            handle = Namespace(namespace, Store(path), SearchIndex(state / "index.sqlite"),
+            store = Store(path)
+            store.moved = lambda ref: self._changed(namespace)
+            handle = Namespace(namespace, store, SearchIndex(state / "index.sqlite"),
                                UsageLog(state / "usage.sqlite"), state)
             self._open[namespace] = handle
             return handle
+
+    def _changed(self, namespace: str) -> None:
+        if self.on_change is not None:
+            self.on_change(namespace)
 
     @contextmanager
     def using(self, namespace: str) -> Iterator[Namespace]:
