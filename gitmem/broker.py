@@ -25,10 +25,16 @@ next trigger or the daily schedule runs it again. Runs are safe to repeat: see
 
 from __future__ import annotations
 
+import os
+import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
 from celery import Celery
+from kombu.exceptions import ChannelError
+from kombu.transport import filesystem
+from kombu.utils.json import dumps
 
 from .settings import Settings
 
@@ -82,6 +88,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             folder.mkdir(parents=True, exist_ok=True)
         # kombu ignores the host of a filesystem broker but warns when none is named.
         conf["broker_url"] = "filesystem://localhost//"
+        conf["broker_transport"] = "gitmem.broker:AtomicFilesystemTransport"
         conf["broker_transport_options"] = {
             "data_folder_in": str(queue),
             "data_folder_out": str(queue),
@@ -106,6 +113,32 @@ def celery_config(settings: Settings) -> dict[str, Any]:
                 "unacked_restore_throttle": 1,
             }
     return conf
+
+
+class _AtomicFilesystemChannel(filesystem.Channel):  # type: ignore[misc]
+    """kombu's filesystem channel, writing each message under a hidden name and renaming it in.
+
+    kombu's own writes the message file in place, so a worker that lists the folder in between
+    takes an empty file: the message is lost and the worker stops on the JSON error. Mirrors
+    queue a push after every change, which makes that moment common enough to matter.
+    """
+
+    def _put(self, queue: str, payload: Any, **kwargs: Any) -> None:
+        name = f"{int(round(time.monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
+        final = os.path.join(self.data_folder_out, name)
+        temp = os.path.join(self.data_folder_out, f".{name}.tmp")  # never taken: not "<id>.<queue>.msg"
+        try:
+            with open(temp, "wb") as out:
+                out.write(dumps(payload).encode())
+            os.rename(temp, final)
+        except OSError as exc:
+            raise ChannelError(f"cannot add file {final!r} to the broker folder") from exc
+
+
+class AtomicFilesystemTransport(filesystem.Transport):  # type: ignore[misc]
+    """The embedded broker's transport: kombu's filesystem transport with atomic message files."""
+
+    Channel = _AtomicFilesystemChannel
 
 
 def create_celery(settings: Settings) -> Celery:

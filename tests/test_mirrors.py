@@ -88,6 +88,7 @@ def test_every_change_reaches_a_bare_repository_and_a_git_host(svc: MemoryServic
         svc.reviews.approve("default", review.number, actor="rita")
         eventually(lambda: refs(host.root / "memory.git") == server_refs(svc), "the pruning push", log)
         assert review.branch not in refs(host.root / "memory.git")
+        eventually(lambda: not svc.mirrors_behind("default"), "the pushes on record", log)
     status = svc.mirror_status("default")
     assert status["local"]["ok"] is True and status["github"]["ok"] is True
     assert not status["github"]["behind"] and status["github"]["error"] is None
