@@ -24,7 +24,8 @@ from typing import IO
 from . import concepts, notify, secretscan
 from .concepts import TYPES, now
 from .errors import GitmemError, InvalidInput, MalformedConcept, RefLocked, RefRaceLost
-from .repo import MAIN, Namespace, Namespaces, is_memory_path, receive, refused_part
+from .repo import MAIN, Namespace, Namespaces, is_memory_path, refused_part
+from .repo import receive as wire
 from .reviews import Review, Reviews, completed
 from .semantic import Semantics
 from .settings import Settings
@@ -71,7 +72,7 @@ class Pushes:
 
     def advertise(self, namespace: str) -> bytes:
         """The ref advertisement ``git push`` reads first (``info/refs?service=git-receive-pack``)."""
-        return receive.advertisement(self.namespaces.open(namespace).store)
+        return wire.advertisement(self.namespaces.open(namespace).store)
 
     def receive(self, namespace: str, body: IO[bytes], *, actor: str, role: str,
                 base_url: str | None = None) -> bytes:
@@ -80,18 +81,18 @@ class Pushes:
         ``role`` is the pusher's role on the namespace (writer at least: the caller checked);
         ``base_url`` is where the web app is reached, for the review's address.
         """
-        commands, caps = receive.read_commands(body)
+        commands, caps = wire.read_commands(body)
         outcome = self.apply(namespace, commands, body, actor=actor, role=role, base_url=base_url)
-        return receive.report(outcome.unpack, outcome.results, outcome.messages,
+        return wire.report(outcome.unpack, outcome.results, outcome.messages,
                               use_sideband="side-band-64k" in caps)
 
-    def apply(self, namespace: str, commands: list[receive.RefUpdate], pack: IO[bytes], *, actor: str, role: str,
+    def apply(self, namespace: str, commands: list[wire.RefUpdate], pack: IO[bytes], *, actor: str, role: str,
               base_url: str | None = None) -> Outcome:
         """Check ``commands`` and the pack against the rules and carry them out, all or nothing."""
         ns = self.namespaces.open(namespace)
         outcome = Outcome()
         policy = {c.ref: self._policy(ns, c, role) for c in commands}
-        quarantine = receive.Quarantine(ns.store)
+        quarantine = wire.Quarantine(ns.store)
         try:
             try:
                 quarantine.receive(pack)
@@ -131,7 +132,7 @@ class Pushes:
 
     # --- the rules ---------------------------------------------------------------------------------
 
-    def _policy(self, ns: Namespace, command: receive.RefUpdate, role: str) -> str | None:
+    def _policy(self, ns: Namespace, command: wire.RefUpdate, role: str) -> str | None:
         """Why ``role`` may not make this ref update, or None."""
         ref = command.ref
         if command.deletes:
@@ -147,13 +148,13 @@ class Pushes:
             return f"only refs/for/main takes reviews here (there is no other branch to review against), not {ref}"
         if ref.startswith(REVIEW_PREFIX):
             name = ref.removeprefix(REVIEW_PREFIX)
-            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}", name) or not receive.valid_branch_name(ref):
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,99}", name) or not wire.valid_branch_name(ref):
                 return f"{ref} is not a review branch name gitmem takes (letters, digits, '.', '_', '-', '/')"
             return None
         return (f"gitmem takes pushes to refs/for/main, refs/heads/review/<name> and (reviewers) main, "
                 f"not to {ref}")
 
-    def _moves(self, ns: Namespace, quarantine: receive.Quarantine, command: receive.RefUpdate) -> str | None:
+    def _moves(self, ns: Namespace, quarantine: wire.Quarantine, command: wire.RefUpdate) -> str | None:
         """Why the ref cannot move as asked (main or a review branch moved, or it would go back), or None."""
         current = ns.store.head_id(command.ref) if command.ref.startswith("refs/heads/") else None
         if current is None:
@@ -164,7 +165,7 @@ class Pushes:
             return (f"{command.ref.removeprefix('refs/heads/')} moved since you fetched it (it is at {current[:10]} "
                     "now); fetch, rebase and push again (`gitmem sync` does all three)")
         try:
-            forward = receive.descends(quarantine.repo, command.new, current)
+            forward = wire.descends(quarantine.repo, command.new, current)
         except KeyError:
             forward = False
         if not forward:
@@ -172,7 +173,7 @@ class Pushes:
                     "and push again")
         return None
 
-    def problems(self, ns: Namespace, quarantine: receive.Quarantine, commands: list[receive.RefUpdate]) -> list[str]:
+    def problems(self, ns: Namespace, quarantine: wire.Quarantine, commands: list[wire.RefUpdate]) -> list[str]:
         """Every reason to refuse the commits the push brings, each naming the file and the commit.
 
         Each changed file must be a memory ``<type>/<name>.md`` (or the README), parse, have a
@@ -183,24 +184,24 @@ class Pushes:
         repo = quarantine.repo
         main = ns.store.head_id(MAIN)
         assert main is not None
-        known = receive.branch_tips(ns.store)
+        known = wire.branch_tips(ns.store)
         out: list[str] = []
         for command in commands:
             try:
-                commits = receive.new_commits(repo, command.new, known)
+                commits = wire.new_commits(repo, command.new, known)
             except KeyError:
                 out.append(f"{command.ref}: the push does not carry commit {command.new[:10]} and all it needs")
                 continue
             except InvalidInput as exc:
                 out.append(str(exc))
                 continue
-            if receive.merge_base(repo, main, command.new) is None:
+            if wire.merge_base(repo, main, command.new) is None:
                 out.append(f"{command.ref}: the pushed history shares no commit with main; clone the namespace "
                            "and commit on top of it (or run `gitmem sync` on a plain folder)")
                 continue
             changed: set[str] = set()
             for commit in commits:
-                pushed = receive.pushed(repo, commit)
+                pushed = wire.pushed(repo, commit)
                 where = f"(commit {pushed.id[:10]} \"{pushed.summary[:60]}\")"
                 if pushed.parents > 1:
                     out.append(f"commit {pushed.id[:10]} is a merge; rebase on main instead of merging "
@@ -214,7 +215,7 @@ class Pushes:
             out += self._duplicate_ids(repo, command.new, changed)
         return list(dict.fromkeys(out))
 
-    def _file_problem(self, file: receive.PushedFile) -> str | None:
+    def _file_problem(self, file: wire.PushedFile) -> str | None:
         """What is wrong with one changed file, or None."""
         part = refused_part(file.path)
         if part is not None:
@@ -268,12 +269,12 @@ class Pushes:
                 return f"it has {len(getattr(memory, name))} {name}; the limit is {concepts.MAX_LIST_ITEMS}"
         return None
 
-    def _duplicate_ids(self, repo: receive.Repository, tip: str, changed: set[str]) -> list[str]:
+    def _duplicate_ids(self, repo: wire.Repository, tip: str, changed: set[str]) -> list[str]:
         """Changed memory files whose id another file at ``tip`` has too."""
         if not changed:
             return []
         owners: dict[str, list[str]] = {}
-        for path, data in receive.memory_files(repo, tip):
+        for path, data in wire.memory_files(repo, tip):
             if not is_memory_path(path):
                 continue
             match = re.search(rb"^id:[ \t]*['\"]?([0-9a-f]{10})['\"]?[ \t]*$", data[:4096], re.MULTILINE)
@@ -290,7 +291,7 @@ class Pushes:
 
     # --- carrying a push out -------------------------------------------------------------------------
 
-    def _to_main(self, ns: Namespace, command: receive.RefUpdate, actor: str, outcome: Outcome) -> None:
+    def _to_main(self, ns: Namespace, command: wire.RefUpdate, actor: str, outcome: Outcome) -> None:
         """Move main forward to the pushed commit (completed), by compare-and-swap from what the client saw."""
         store = ns.store
         with ns.lock:
@@ -299,7 +300,7 @@ class Pushes:
             if command.old != current:
                 raise RefRaceLost(f"main moved since you fetched it (it is at {current[:10]} now); "
                                   "fetch, rebase and push again (`gitmem sync` does all three)")
-            if not receive.descends(store.repo, command.new, current):
+            if not wire.descends(store.repo, command.new, current):
                 raise InvalidInput("main only moves forward (fast-forward); fetch, rebase and push again")
             tip = completed(store, store.commit(command.new), store.commit(current), actor)
             try:
@@ -334,13 +335,13 @@ class Pushes:
             except Exception:  # a trigger must never fail the write that fired it
                 log.exception("after-push hook failed in %s", ns.name)
 
-    def _to_review(self, ns: Namespace, command: receive.RefUpdate, actor: str, base_url: str | None,
+    def _to_review(self, ns: Namespace, command: wire.RefUpdate, actor: str, base_url: str | None,
                    outcome: Outcome) -> None:
         """Put the pushed commits on a review branch and open a review of them (or update the open one)."""
         store = ns.store
         main = store.head_id(MAIN)
         assert main is not None
-        base = receive.merge_base(store.repo, main, command.new)
+        base = wire.merge_base(store.repo, main, command.new)
         assert base is not None  # checked with the problems
         commits = store.between(base, command.new)
         if not commits:
@@ -369,7 +370,7 @@ class Pushes:
         outcome.messages.append(f"review #{review.number} {verb} with {len(commits)} commit(s): {where}")
         outcome.messages.append("nothing reaches main until a reviewer approves it")
 
-    def _update_review(self, ns: Namespace, command: receive.RefUpdate, actor: str, base: str) -> Review:
+    def _update_review(self, ns: Namespace, command: wire.RefUpdate, actor: str, base: str) -> Review:
         """A push to an existing review branch: move it (a rebase may rewrite it) and point its open review at it."""
         store = ns.store
         current = store.head_id(command.ref)

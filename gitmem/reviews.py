@@ -947,10 +947,10 @@ def completed(store: Store, tip: Commit, since: Commit, actor: str) -> Commit:
             ids.append(concepts.parse(done, change.new_path).id)
     if not files:
         return tip
-    change = Change(files, f"complete {len(files)} memory file(s) pushed without gitmem's fields", "complete",
-                    tuple(ids), "import", actor,
-                    body="Gave them an id and the fields gitmem keeps (created, potency, state...).")
-    return store.commit(str(store.write_commit(tip, change)))
+    completing = Change(files, f"complete {len(files)} memory file(s) pushed without gitmem's fields", "complete",
+                        tuple(ids), "import", actor,
+                        body="Gave them an id and the fields gitmem keeps (created, potency, state...).")
+    return store.commit(str(store.write_commit(tip, completing)))
 
 
 def _status(every: Sequence[Commit], states: dict[str, str]) -> str:

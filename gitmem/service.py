@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from . import export as exporting
 from .concepts import check_id, iso, now
@@ -42,9 +42,9 @@ from .repo import (
     ReplayGuard,
     refusal,
     role_rank,
+    syncing,
 )
 from .repo import check_namespace as check_namespace
-from .repo import syncing
 from .repo.mirrors import Mirrors
 from .repo.replays import replay_guard
 from .repo.syncing import SyncResult
@@ -183,7 +183,7 @@ class MemoryService:
 
         return receive.refused_advertisement(message)
 
-    def receive_push(self, namespace: str, body: BinaryIO, *, actor: str, role: str,
+    def receive_push(self, namespace: str, body: IO[bytes], *, actor: str, role: str,
                      base_url: str | None = None) -> bytes:
         """Take a ``git push`` request; the answer for the client (see :mod:`gitmem.pushes`)."""
         return self._pushes.receive(namespace, body, actor=actor, role=role, base_url=base_url)

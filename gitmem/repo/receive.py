@@ -268,15 +268,16 @@ def pushed(repo: pygit2.Repository, commit: pygit2.Commit) -> PushedCommit:
 
 
 def _kind(mode: int) -> str:
-    return {FileMode.BLOB: "file", FileMode.BLOB_EXECUTABLE: "executable", FileMode.LINK: "symlink",
-            FileMode.COMMIT: "submodule", FileMode.TREE: "tree"}.get(mode, "unknown")
+    kinds = {int(FileMode.BLOB): "file", int(FileMode.BLOB_EXECUTABLE): "executable", int(FileMode.LINK): "symlink",
+             int(FileMode.COMMIT): "submodule", int(FileMode.TREE): "tree"}
+    return kinds.get(int(mode), "unknown")
 
 
 def _tree_changes(repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree | None, prefix: str,
                   out: list[PushedFile]) -> None:
     """Compare two trees entry by entry (names as they are: a diff would hide ``..`` or ``.git``)."""
-    before = {e.name: e for e in old} if old is not None else {}
-    after = {e.name: e for e in new} if new is not None else {}
+    before = {str(e.name): e for e in old} if old is not None else {}
+    after = {str(e.name): e for e in new} if new is not None else {}
     for name in sorted(set(before) | set(after)):
         a, b = before.get(name), after.get(name)
         if a is not None and b is not None and a.id == b.id and a.filemode == b.filemode:
@@ -337,9 +338,12 @@ def descends(repo: pygit2.Repository, new: str, old: str) -> bool:
 
 def branch_tips(store: Store) -> list[str]:
     """The commits every branch points at (what a push need not bring again)."""
-    tips = {store.head_id(ref) for ref in store.refs("refs/heads/")}
-    tips.add(store.head_id(MAIN))
-    return sorted(t for t in tips if t)
+    tips: set[str] = set()
+    for ref in [*store.refs("refs/heads/"), MAIN]:
+        tip = store.head_id(ref)
+        if tip is not None:
+            tips.add(tip)
+    return sorted(tips)
 
 
 def valid_branch_name(ref: str) -> bool:
