@@ -232,7 +232,7 @@ class Pushes:
         if file.path == "README.md":
             if file.data is not None and len(file.data) > README_BYTES:
                 return f"{len(file.data)} bytes; the README may have {README_BYTES}"
-            return None
+            return None if file.data is None else _secret(file.data)
         if folder == ".gitmem":
             return ".gitmem/ is written by gitmem only (discussions go through the web page or the API)"
         if folder not in TYPES:
@@ -254,10 +254,9 @@ class Pushes:
             memory, _ = concepts.parse_pushed(data, path)
         except MalformedConcept as exc:
             return exc.reason
-        found = secretscan.find(data.decode("utf-8", "replace"))
-        if found:
-            return (f"line {found[0].line} carries what looks like a {found[0].kind}; remove it (git history "
-                    "keeps it forever, so rotate it too) and push again")
+        secret = _secret(data)
+        if secret:
+            return secret
         if memory.type != folder:
             return f"its type is {memory.type!r} but it is in {folder}/; move it to {memory.type}/"
         if len(memory.text) > self.settings.max_text_chars:
@@ -380,6 +379,15 @@ class Pushes:
             raise InvalidInput(f"{command.ref} belongs to no open review; push to a new review branch name")
         store.move_ref(command.ref, command.new, current, f"push by {actor}")
         return self.reviews.repoint(ns.name, open_reviews[0].number, head=command.new, base=base, actor=actor)
+
+
+def _secret(data: bytes) -> str | None:
+    """What a file's first secret looks like and where, or None."""
+    found = secretscan.find(data.decode("utf-8", "replace"))
+    if not found:
+        return None
+    return (f"line {found[0].line} carries what looks like a {found[0].kind}; remove it (git history keeps it "
+            "forever, so rotate it too) and push again")
 
 
 def _slug(actor: str) -> str:
