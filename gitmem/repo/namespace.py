@@ -38,7 +38,25 @@ REPO_README = b"""# gitmem memory repository
 Each memory is a Markdown file with YAML frontmatter in a folder named after its type
 (fact, preference, decision, convention, pattern, method, insight, idea, lesson, techchoice).
 Every change is one commit; the trailers (Memory-Id, Action, Source, Actor) say what happened.
-Discussion threads live in .gitmem/discussions/. Edit with `gitmem` or by hand and push.
+Discussion threads live in .gitmem/discussions/.
+
+Edit with `gitmem` or by hand and push. A new memory needs only its type and its text:
+
+    ---
+    type: convention
+    ---
+
+    We use pnpm, not npm.
+
+gitmem gives it an id and its other fields when it reaches main. Then, with a writer key:
+
+    git add -A && git commit -m "Say why"
+    git push origin HEAD:refs/for/main     # opens a review; git prints its number and address
+
+or `gitmem sync .` (GITMEM_KEY=your key), which also fetches and rebases first. Reviewer and
+admin keys may push to main directly (fast-forward only). A push whose files break the rules
+(a type that does not match its folder, a duplicate id, a secret, a file outside the type
+folders...) is refused as a whole, naming each file and what is wrong with it.
 """
 
 
