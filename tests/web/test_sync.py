@@ -61,7 +61,8 @@ def test_sync_of_a_hand_edited_okf_folder_opens_a_review_and_follows_it(
     assert "holds these commits already" in again.stdout
 
     svc.reviews.approve("default", 1, actor="reviewer")
-    assert sorted(m.text for m in svc.list("default")) == ["CI runs on GitHub Actions", "We chose PostgreSQL over MySQL"]
+    texts = sorted(m.text for m in svc.list("default"))
+    assert texts == ["CI runs on GitHub Actions", "We chose PostgreSQL over MySQL"]
 
     # An edit by hand after the merge: the sync takes in main (with gitmem's completion) first.
     (folder / "fact" / "ci.md").write_text(OKF.format(type="fact", text="CI runs on GitHub Actions and Buildkite"))
