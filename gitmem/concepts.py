@@ -500,12 +500,12 @@ def _from_meta(meta: dict[str, Any], body: str, path: str) -> Memory:
 OWN_FIELDS = ("id", "created", "updated", "potency", "state", "source")
 
 
-def parse_pushed(data: bytes, path: str) -> tuple[Memory, bool]:
+def parse_pushed(data: bytes, path: str, *, default_id: str | None = None) -> tuple[Memory, bool]:
     """A memory file pushed over git, and whether it lacks some of :data:`OWN_FIELDS`.
 
     Such a file parses as far as OKF asks (frontmatter with a valid ``type``, text below it);
-    a missing ``id`` is given a new one here, so the memory read back is what completing the
-    file writes. Anything else wrong raises :class:`MalformedConcept` naming ``path``.
+    a missing ``id`` is given ``default_id`` or a new one, so the memory read back is what
+    completing the file writes. Anything else wrong raises :class:`MalformedConcept` naming ``path``.
     """
     try:
         text = data.decode("utf-8")
@@ -522,7 +522,7 @@ def parse_pushed(data: bytes, path: str) -> tuple[Memory, bool]:
         raise MalformedConcept(path, "frontmatter must be a mapping of fields")
     missing = [name for name in OWN_FIELDS if meta.get(name) in (None, "")]
     if "id" in missing:
-        meta = {**meta, "id": new_id()}
+        meta = {**meta, "id": default_id or new_id()}
     try:
         return _from_meta(meta, match.group(2).strip(), path), bool(missing)
     except (TypeError, ValueError) as exc:

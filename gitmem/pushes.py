@@ -82,6 +82,8 @@ class Pushes:
         ``base_url`` is where the web app is reached, for the review's address.
         """
         commands, caps = wire.read_commands(body)
+        if not commands:
+            return b""  # git's probe before a large push: it may go on
         outcome = self.apply(namespace, commands, body, actor=actor, role=role, base_url=base_url)
         return wire.report(outcome.unpack, outcome.results, outcome.messages,
                               use_sideband="side-band-64k" in caps)

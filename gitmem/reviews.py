@@ -276,6 +276,12 @@ def _parsed(text: str | None, path: str | None) -> concepts.Memory | None:
     try:
         return concepts.parse(text.encode(), path)
     except MalformedConcept:
+        pass
+    try:
+        # A file pushed without gitmem's fields (plain OKF): named by its path until it gets its id.
+        placeholder = hashlib.sha256(path.encode()).hexdigest()[:10]
+        return concepts.parse_pushed(text.encode(), path, default_id=placeholder)[0]
+    except MalformedConcept:
         return None
 
 
@@ -446,7 +452,8 @@ class Reviews:
             if state == "open":
                 note = self._stale_note(review, commit, changes, changed)
                 state = "stale" if note else "open"
-            item = ReviewCommit(info.id, info.summary, _body(commit.message), info.action, info.memory_ids, files,
+            action = "edit" if info.action == "unknown" else info.action  # a commit made with git, no trailers
+            item = ReviewCommit(info.id, info.summary, _body(commit.message), action, info.memory_ids, files,
                                 state, note, memory_diffs(changes))
             out.append(_with_result(item, _after_text(commit.message)))
         return out

@@ -89,7 +89,11 @@ class RefUpdate:
 
 
 def read_commands(stream: IO[bytes]) -> tuple[list[RefUpdate], set[str]]:
-    """The ref updates at the start of a push request, and the capabilities the client asked for."""
+    """The ref updates at the start of a push request, and the capabilities the client asked for.
+
+    Before a push larger than its post buffer, git sends a request of one flush packet to see
+    that it may: no commands, which :meth:`gitmem.pushes.Pushes.receive` answers with nothing.
+    """
     commands: list[RefUpdate] = []
     caps: set[str] = set()
     while (line := read_pkt(stream)) is not None:
@@ -102,9 +106,7 @@ def read_commands(stream: IO[bytes]) -> tuple[list[RefUpdate], set[str]]:
         commands.append(RefUpdate(parts[0], parts[1], parts[2]))
         if len(commands) > MAX_COMMANDS:
             raise InvalidInput(f"a push may update at most {MAX_COMMANDS} refs")
-    if not commands:
-        raise InvalidInput("the push names no ref to update")
-    return commands, caps
+    return commands, caps  # none: git's probe ("0000") before a large push, answered with nothing
 
 
 def _is_oid(text: str) -> bool:

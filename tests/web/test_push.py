@@ -84,6 +84,9 @@ def test_push_to_refs_for_main_opens_a_review_that_approving_merges(
     assert review.status == "open" and review.kind == "push" and review.author == "writer"
     assert review.title == "Indent with spaces"
     assert any(e["event"] == "review.opened" for e in events())
+    (shown,) = svc.reviews.diff("default", 1)  # the page shows the plain file as the memory it will be
+    assert shown.action == "edit" and shown.memories[0].change == "added"
+    assert shown.memories[0].after == "Indent Python with four spaces"
 
     svc.reviews.approve("default", 1, actor="reviewer")
     memories = svc.list("default")
@@ -116,6 +119,18 @@ def test_a_reviewers_fast_forward_push_lands_on_main(live_server: str, keys: Key
     assert "completed" not in again.stderr
     assert svc.list("default")[0].text == "The database is PostgreSQL 17"
     assert svc.head("default") == git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    fsck(svc)
+
+
+def test_a_large_push_in_chunks_is_received_whole(live_server: str, keys: Keys, svc: MemoryService,
+                                                  tmp_path: Path) -> None:
+    work = clone(live_server, keys.reviewer, tmp_path / "w")
+    commit(work, {f"fact/service-{i:03}.md": OKF.format(type="fact", text=f"Service {i} answers on port {9000 + i}")
+                  for i in range(300)})
+    # A post buffer this small makes git send the pack with chunked transfer encoding.
+    pushed = git(*with_key(keys.reviewer), "-c", "http.postBuffer=4096", "push", "origin", "HEAD:main", cwd=work)
+    assert pushed.returncode == 0, pushed.stderr
+    assert len(svc.list("default", limit=1000)) == 300
     fsck(svc)
 
 
