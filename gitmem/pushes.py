@@ -104,7 +104,7 @@ class Pushes:
                 outcome.messages = [f"refused: {exc}"]
                 return outcome
             for command in commands:
-                policy[command.ref] = policy[command.ref] or self._moves(ns, quarantine, command)
+                policy[command.ref] = policy[command.ref] or self._moves(ns, quarantine, command, actor, role)
             refused = {ref: why for ref, why in policy.items() if why}
             problems: list[str] = []
             if not refused:
@@ -156,13 +156,22 @@ class Pushes:
         return (f"gitmem takes pushes to refs/for/main, refs/heads/review/<name> and (reviewers) main, "
                 f"not to {ref}")
 
-    def _moves(self, ns: Namespace, quarantine: wire.Quarantine, command: wire.RefUpdate) -> str | None:
-        """Why the ref cannot move as asked (main or a review branch moved, or it would go back), or None."""
+    def _moves(self, ns: Namespace, quarantine: wire.Quarantine, command: wire.RefUpdate, actor: str,
+               role: str) -> str | None:
+        """Why the ref cannot move as asked (main moved, or would go back; someone else's review), or None."""
         current = ns.store.head_id(command.ref) if command.ref.startswith("refs/heads/") else None
         if current is None:
             return None
         if command.ref.startswith(REVIEW_PREFIX):
-            return None  # a proposal may be rewritten (rebased): the open review follows it
+            # A proposal may be rewritten (rebased): its open review follows it. Only its author
+            # (or a reviewer) may do that.
+            found = [r for r in self.reviews.list(ns.name, status="open") if r.branch == command.ref]
+            if not found:
+                return f"{command.ref} belongs to no open review; push to a new review branch name"
+            if found[0].author != actor and role not in ("reviewer", "admin"):
+                return (f"{command.ref} is review #{found[0].number} by {found[0].author}; push your own "
+                        "changes to refs/for/main or a review branch of your own")
+            return None
         if command.old != current:
             return (f"{command.ref.removeprefix('refs/heads/')} moved since you fetched it (it is at {current[:10]} "
                     "now); fetch, rebase and push again (`gitmem sync` does all three)")
@@ -347,6 +356,11 @@ class Pushes:
         commits = store.between(base, command.new)
         if not commits:
             raise InvalidInput("nothing to review: main has those commits already")
+        same = [r for r in self.reviews.list(ns.name, status="open") if r.head == command.new]
+        if command.ref == FOR_MAIN and same:
+            outcome.results.append((command.ref, None))
+            outcome.messages.append(f"review #{same[0].number} holds these commits already; it waits for a reviewer")
+            return
         if command.ref.startswith(REVIEW_PREFIX) and store.head_id(command.ref) is not None:
             review = self._update_review(ns, command, actor, base)
             verb = "updated"
@@ -377,7 +391,7 @@ class Pushes:
         current = store.head_id(command.ref)
         assert current is not None
         open_reviews = [r for r in self.reviews.list(ns.name, status="open") if r.branch == command.ref]
-        if not open_reviews:
+        if not open_reviews:  # closed while the push was checked
             raise InvalidInput(f"{command.ref} belongs to no open review; push to a new review branch name")
         store.move_ref(command.ref, command.new, current, f"push by {actor}")
         return self.reviews.repoint(ns.name, open_reviews[0].number, head=command.new, base=base, actor=actor)

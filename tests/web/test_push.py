@@ -238,6 +238,68 @@ def test_links_submodules_and_dot_dot_are_refused(live_server: str, keys: Keys, 
     assert state(svc) == before
 
 
+def test_pushing_the_same_commits_again_opens_no_second_review(live_server: str, keys: Keys, svc: MemoryService,
+                                                               tmp_path: Path) -> None:
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")})
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    again = push(keys.writer, work, "HEAD:refs/for/main")
+    assert again.returncode == 0 and "review #1 holds these commits already" in again.stderr
+    assert [r.number for r in svc.reviews.list("default")] == [1]
+
+
+def test_only_its_author_updates_a_review_branch(live_server: str, keys: Keys, svc: MemoryService,
+                                                tmp_path: Path) -> None:
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")})
+    assert push(keys.writer, work, "HEAD:refs/heads/review/db").returncode == 0
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 17")}, "Version 17")
+    updated = push(keys.writer, work, "HEAD:refs/heads/review/db")
+    assert updated.returncode == 0 and "review #1 updated with 2 commit(s)" in updated.stderr, updated.stderr
+    assert svc.reviews.get("default", 1).commit_count == 2
+
+    other = clone(live_server, keys.admin, tmp_path / "o")  # an admin may; another writer may not
+    assert git(*with_key(keys.admin), "fetch", "-q", "origin", "refs/heads/review/db", cwd=other).returncode == 0
+    git("reset", "-q", "--hard", "FETCH_HEAD", cwd=other)
+    commit(other, {"fact/db.md": OKF.format(type="fact", text="The database is MySQL")}, "MySQL")
+    key = svc.keys.create("default", "writer", name="mallory")[0]
+    before = state(svc)
+    refused = push(key, other, "HEAD:refs/heads/review/db")
+    assert refused.returncode != 0 and "is review #1 by writer" in refused.stderr
+    assert state(svc) == before
+    assert push(keys.admin, other, "HEAD:refs/heads/review/db").returncode == 0
+    assert svc.reviews.get("default", 1).commit_count == 3
+
+
+def test_a_reviewers_push_racing_with_api_writes_loses_nothing(live_server: str, keys: Keys, svc: MemoryService,
+                                                                tmp_path: Path) -> None:
+    work = clone(live_server, keys.reviewer, tmp_path / "w")
+    commit(work, {"fact/pushed.md": OKF.format(type="fact", text="Pushed straight to main")})
+    errors: list[BaseException] = []
+
+    def writing() -> None:
+        try:
+            for i in range(15):
+                svc.remember("default", f"API statement number {i} about queues", type="fact")
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    writer = threading.Thread(target=writing)
+    writer.start()
+    pushed = push(keys.reviewer, work, "HEAD:main")
+    while pushed.returncode != 0:  # main moved under the push: nothing of it landed; rebase and push again
+        assert "moved since you fetched it" in pushed.stderr or "fetch first" in pushed.stderr, pushed.stderr
+        assert "Pushed straight to main" not in {m.text for m in svc.list("default", limit=100)}
+        assert git(*with_key(keys.reviewer), "pull", "-q", "--rebase", cwd=work).returncode == 0
+        pushed = push(keys.reviewer, work, "HEAD:main")
+    writer.join()
+    assert not errors
+    texts = {m.text for m in svc.list("default", limit=100)}
+    assert "Pushed straight to main" in texts
+    assert {f"API statement number {i} about queues" for i in range(15)} <= texts
+    fsck(svc)
+
+
 def test_pushes_racing_with_api_writes_lose_nothing(live_server: str, keys: Keys, svc: MemoryService,
                                                     tmp_path: Path) -> None:
     works = [clone(live_server, keys.writer, tmp_path / f"w{i}") for i in range(2)]
