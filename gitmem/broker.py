@@ -44,6 +44,8 @@ MAINTAIN = "gitmem.maintain"
 MAINTAIN_ALL = "gitmem.maintain_all"
 MIRROR = "gitmem.mirror"
 MIRROR_ALL = "gitmem.mirror_all"
+DISTIL = "gitmem.distil"
+INGEST_SWEEP = "gitmem.ingest_sweep"
 
 
 def is_embedded(settings: Settings) -> bool:
@@ -78,6 +80,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "mirror-what-fell-behind": {
                 "task": MIRROR_ALL,
                 "schedule": timedelta(seconds=settings.mirror_retry_seconds),
+            },
+            # Seal idle conversations and queue buffers whose worker died or whose retry is due.
+            "sweep-conversation-buffers": {
+                "task": INGEST_SWEEP,
+                "schedule": timedelta(seconds=max(5.0, min(60.0, settings.ingest_idle_seconds / 4))),
             },
         },
     }
@@ -180,6 +187,13 @@ class CeleryQueue:
         policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
         result = app_for(self.settings).send_task(MIRROR, args=[namespace], countdown=countdown or None,
                                                   retry=True, retry_policy=policy)
+        return str(result.id)
+
+    def enqueue_distil(self, namespace: str, buffer_id: str) -> str:
+        """Send the distilling of a sealed conversation buffer to the workers; returns the task id."""
+        policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
+        result = app_for(self.settings).send_task(DISTIL, args=[namespace, buffer_id], retry=True,
+                                                  retry_policy=policy)
         return str(result.id)
 
 

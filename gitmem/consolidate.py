@@ -735,6 +735,9 @@ class TaskQueue(Protocol):
     def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
         """Queue a consolidation run of ``namespace``; returns the task id."""
 
+    def enqueue_distil(self, namespace: str, buffer_id: str) -> str:
+        """Queue the distilling of a sealed conversation buffer; returns the task id."""
+
 
 @dataclass(frozen=True)
 class Dispatched:

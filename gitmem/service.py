@@ -13,6 +13,7 @@ configured or the caller cannot wait, in this process otherwise (:meth:`MemorySe
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
 from .embeddings import Embeddings
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
+from .ingest import Accepted, Distilled, Ingest, Ingested
 from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
@@ -54,11 +56,11 @@ from .semantic import Semantics
 from .settings import Settings
 
 __all__ = [
-    "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey", "BackedUp",
-    "BatchResult", "Candidate", "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Hit", "KeyStore",
-    "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "ReplayGuard", "Restored", "Review", "Reviews",
-    "RunResult", "TaskQueue", "WriteResult", "build_service", "check_id", "check_namespace", "refusal", "role_rank",
-    "summarise",
+    "ALL_NAMESPACES", "Accepted", "AlreadyRunning", "ApiKey", "BackedUp", "BatchResult", "Candidate", "Comment",
+    "CommitInfo", "Dispatched", "Distilled", "FEEDBACK_ACTIONS", "FeedbackResult", "Hit", "Ingested", "KeyStore",
+    "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES", "ROLES", "ReplayGuard",
+    "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult", "build_service", "check_id",
+    "check_namespace", "refusal", "role_rank", "summarise",
 ]
 log = logging.getLogger(__name__)
 #: Seconds between a change and the push to the namespace's mirrors that carries it.
@@ -81,6 +83,7 @@ class MemoryService:
         self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm,
                                             self._leases, self._semantics)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
+        self._ingest = Ingest(self._namespaces, memories, settings, self._llm, self._semantics)
         maintenance = Maintenance(self._namespaces, settings)
         self._mirror_seen: dict[str, tuple[int, bool, float]] = {}
         if trigger:
@@ -111,6 +114,8 @@ class MemoryService:
         self.should_trigger = self._consolidation.should_trigger
         self.consolidation_open = self._consolidation.open_review
         self.maintain = maintenance.maintain
+        self.distil = self._ingest.distil
+        self.ingest_status = self._ingest.stats
         self.backup = maintenance.backup
         self.restore_backup = maintenance.restore
 
@@ -282,6 +287,44 @@ class MemoryService:
         if self.settings.broker_url or background:
             return Dispatched(task=self.queue.enqueue_consolidation(namespace))
         return Dispatched(result=self.consolidate(namespace, progress=progress))
+
+    # --- conversations ---------------------------------------------------------------------------
+
+    def ingest(self, namespace: str, conversation: str, messages: builtins.list[Any], *, source: str = "api",
+               meta: dict[str, Any] | None = None, flush: bool = False, background: bool = False) -> Ingested:
+        """Buffer a batch of a conversation's messages; a buffer it seals is distilled where it belongs.
+
+        ``flush``: seal the conversation's buffer after this batch, however small. As with
+        :meth:`dispatch`: queued for the workers when a broker is set or ``background`` (a web
+        request), distilled in this process otherwise. See :mod:`gitmem.ingest`.
+        """
+        accepted = self._ingest.add(namespace, conversation, messages, source=source, meta=meta)
+        if flush:
+            more = tuple(self._ingest.seal(namespace, conversation=accepted.conversation))
+            accepted = dataclasses.replace(accepted, sealed=accepted.sealed + more, active_tokens=0)
+        return self._distil_all(namespace, accepted, accepted.sealed, background)
+
+    def flush(self, namespace: str, *, conversation: str | None = None, idle: float | None = None,
+              background: bool = False) -> Ingested:
+        """Seal active buffers (one conversation's, the idle ones, or all) and distil every due buffer."""
+        self._ingest.seal(namespace, conversation=conversation, idle=idle)
+        return self._distil_all(namespace, None, self._ingest.due(namespace), background)
+
+    def ingest_sweep(self) -> builtins.list[tuple[str, str]]:
+        """Seal idle conversations in every namespace; the (namespace, buffer) pairs due for distilling."""
+        due: builtins.list[tuple[str, str]] = []
+        for namespace in self.namespaces():
+            if self._namespaces.has_buffers(namespace):
+                self._ingest.seal(namespace, idle=self.settings.ingest_idle_seconds)
+                due.extend((namespace, b) for b in self._ingest.due(namespace))
+        return due
+
+    def _distil_all(self, namespace: str, accepted: Accepted | None, buffers: builtins.list[str] | tuple[str, ...],
+                    background: bool) -> Ingested:
+        if self.settings.broker_url or background:
+            return Ingested(accepted, queued=tuple(self.queue.enqueue_distil(namespace, b) for b in buffers))
+        done: builtins.list[Distilled] = [self._ingest.distil(namespace, b) for b in buffers]
+        return Ingested(accepted, distilled=tuple(done))
 
     def run_state(self, namespace: str) -> dict[str, Any]:
         """When consolidation last ran and was last queued in ``namespace``."""

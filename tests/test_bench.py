@@ -84,3 +84,12 @@ def test_bench_mcp_recalls_the_same_memories_both_ways(data: Path, tmp_path: Pat
     assert figures["same_results"] is True
     assert figures["rest"]["calls"] == figures["mcp"]["calls"] == 12 and figures["mcp_fresh_client"]["calls"] == 2
     assert "| MCP `recall`, one client kept open |" in capsys.readouterr().out
+
+
+def test_bench_ingest_counts_the_calls_of_both_bufferings(tmp_path: Path) -> None:
+    bench = script("bench_ingest")
+    calls = bench.bench_calls(tmp_path, 1500)
+    assert calls["per_message"]["calls"] == calls["messages"]
+    assert 1 <= calls["double_buffer"]["calls"] < calls["per_message"]["calls"]
+    offline = bench.bench_offline()
+    assert offline["conversations"] >= 10 and 0 < offline["recall"] <= 1

@@ -12,6 +12,7 @@ from importlib.metadata import entry_points
 
 from . import (
     consolidate,  # noqa: F401  (consolidate, review, worker)
+    ingest,  # noqa: F401  (ingest, conversations)
     maintenance,  # noqa: F401  (maintain, backup, restore-backup)
     mcp,  # noqa: F401  (mcp)
     memory,  # noqa: F401  (registers the core commands)

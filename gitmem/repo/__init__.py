@@ -12,6 +12,7 @@
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
+    buffers.py    conversations' messages waiting to be distilled (SQLite in the shared home)
 
 Everything above this layer works with the names exported here and never imports pygit2.
 """
@@ -19,6 +20,7 @@ Everything above this layer works with the names exported here and never imports
 from __future__ import annotations
 
 from . import packing, receive
+from .buffers import Appended, Buffered, Buffers, Sealed
 from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, text_hash
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
@@ -29,7 +31,8 @@ from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, p
 from .vectors import VectorStore
 
 __all__ = [
-    "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Candidate",
+    "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Appended",
+    "Buffered", "Buffers", "Candidate", "Sealed",
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "check_namespace", "is_memory_path",

@@ -115,6 +115,18 @@ def _connect(path: Path, *, durable: bool = True) -> sqlite3.Connection:
     return db
 
 
+@contextmanager
+def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction (``BEGIN IMMEDIATE``) for the block, rolled back if it raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 def memory_to_doc(memory: Memory) -> str:
     """The JSON document the index keeps for a memory (read back by :func:`doc_to_memory`)."""
     return json.dumps(memory.to_dict(), ensure_ascii=False)
@@ -175,13 +187,8 @@ class SearchIndex:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+        with immediate(self.db) as db:
+            yield db
 
     @contextmanager
     def at(self, store: Store, head: pygit2.Commit) -> Iterator[None]:

@@ -22,6 +22,7 @@ from .. import concepts
 from ..concepts import Memory
 from ..errors import GitmemError, InvalidInput, MalformedConcept, MemoryNotFound, NamespaceNotFound
 from ..settings import Settings
+from .buffers import Buffers
 from .index import SearchIndex, UsageLog, is_memory_path
 from .store import Change, Guard, Store
 
@@ -176,6 +177,7 @@ class Namespaces:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._open: dict[str, Namespace] = {}
+        self._buffers: dict[str, Buffers] = {}
         self._lock = threading.Lock()
         #: Called with the namespace's name after gitmem moved one of its refs (see Store.moved).
         self.on_change: Callable[[str], None] | None = None
@@ -251,9 +253,25 @@ class Namespaces:
                                              UsageLog(state / "usage.sqlite"), state)
         return name
 
+    def has_buffers(self, namespace: str) -> bool:
+        """Whether the namespace has ever ingested a conversation (its buffer file exists)."""
+        return (self.settings.home / "ingest" / f"{check_namespace(namespace)}.sqlite").exists()
+
+    def buffers(self, namespace: str) -> Buffers:
+        """The conversation buffers of an existing namespace: ``$GITMEM_HOME/ingest/<namespace>.sqlite``."""
+        self.open(namespace)
+        with self._lock:
+            found = self._buffers.get(namespace)
+            if found is None:
+                found = self._buffers[namespace] = Buffers(self.settings.home / "ingest" / f"{namespace}.sqlite")
+            return found
+
     def close(self) -> None:
-        """Close every open index and log."""
+        """Close every open index, log and buffer file."""
         with self._lock:
             for handle in self._open.values():
                 handle.close()
             self._open.clear()
+            for buffers in self._buffers.values():
+                buffers.close()
+            self._buffers.clear()

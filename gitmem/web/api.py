@@ -268,6 +268,35 @@ def consolidate(ns: str) -> tuple[Response, int]:
     return jsonify({"dry_run": False, "task_id": sent.task, "status": "queued"}), 202
 
 
+# --- conversations --------------------------------------------------------------------------------
+
+
+@bp.post("/namespaces/<ns>/conversations/<conversation>/messages")
+def ingest(ns: str, conversation: str) -> tuple[Response, int]:
+    """Buffer a batch of a conversation's messages (writer); 202: stored, distilled on the workers."""
+    require(ns, "writer")
+    data = inputs.body()
+    inputs.known(data, "messages", "flush")
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        raise InvalidInput("messages must be a list of {id, role, author, text, time} objects")
+    try:
+        done = service().ingest(ns, conversation, messages, source="api", flush=bool(inputs.boolean(data, "flush")),
+                                background=True)
+    except (OSError, OperationalError) as exc:
+        # The messages are stored; the sweep on the workers' beat queues their buffer again.
+        raise Unavailable(f"the messages are stored, but the task broker did not answer ({exc}); they are "
+                          "distilled once it does") from None
+    return jsonify(done.to_dict()), 202
+
+
+@bp.get("/namespaces/<ns>/conversations")
+def conversations(ns: str) -> Response:
+    """Ingestion counters and the newest buffers of a namespace (reader)."""
+    require(ns, "reader")
+    return jsonify(service().ingest_status(ns))
+
+
 # --- reviews --------------------------------------------------------------------------------------
 
 

@@ -117,7 +117,25 @@ def document() -> dict[str, Any]:
         "action": STR, "memory": _ref("Memory"), "commit": {"type": "string", "nullable": True},
         "review": {"type": "integer", "nullable": True}}}
     review_path = "/namespaces/{ns}/reviews/{number}"
+    message = _obj({"id": {"oneOf": [{"type": "string", "minLength": 1, "maxLength": 200}, {"type": "integer"}]},
+                    "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+                    "author": STR, "text": {"type": "string", "minLength": 1, "maxLength": 20000},
+                    "time": {"type": "string", "format": "date-time"}}, ("text",))
+    conversation = {"name": "conversation", "in": "path", "required": True,
+                    "description": "Conversation id: a session id, a Slack channel and thread",
+                    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_.:@+-]{1,200}$"}}
     paths: dict[str, Any] = {
+        "/namespaces/{ns}/conversations/{conversation}/messages": {
+            "post": _op("Buffer a conversation's messages for extraction into pending memories", "writer",
+                        _json(ANY_OBJECT, "Stored; a sealed buffer is queued for distilling"), status="202",
+                        params=[NS, conversation],
+                        body=_obj({"messages": {"type": "array", "items": message, "minItems": 1, "maxItems": 1000},
+                                   "flush": {"type": "boolean"}}, ("messages",))),
+        },
+        "/namespaces/{ns}/conversations": {
+            "get": _op("Ingestion counters and the newest buffers", "reader", _json(ANY_OBJECT, "Counters"),
+                       params=[NS]),
+        },
         "/namespaces": {
             "get": _op("Namespaces the key can read", "reader",
                        _json({"type": "object", "properties": {"items": STRS}}, "Names")),
