@@ -18,6 +18,7 @@ import os
 import secrets
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,8 @@ MAX_COMMITS = 1000
 # Tree-entry checks of git's fsck that gitmem makes itself, naming the file (see check_tree).
 _OWN_FSCK = ("hasdot", "hasdotdot", "hasdotgit", "emptyname", "fullpathname")
 _SIDEBAND_CHUNK = 65515
+# A quarantine this old belongs to a push whose process died: no push takes an hour.
+ABANDONED_SECONDS = 3600
 
 
 def pkt(data: bytes) -> bytes:
@@ -160,6 +163,7 @@ class Quarantine:
     def __init__(self, store: Store) -> None:
         self.store = store
         objects = Path(store.repo.path) / "objects"
+        _clear_abandoned(objects)
         self.path = objects / f"incoming-{secrets.token_hex(8)}"
         (self.path / "pack").mkdir(parents=True)
         self._repo: pygit2.Repository | None = None
@@ -222,6 +226,17 @@ class Quarantine:
         """Delete the quarantine and everything in it."""
         self._repo = None
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _clear_abandoned(objects: Path) -> None:
+    """Delete quarantines a process that died mid-push left behind (older than any push takes)."""
+    cutoff = time.time() - ABANDONED_SECONDS
+    for folder in objects.glob("incoming-*"):
+        try:
+            if folder.stat().st_mtime < cutoff:
+                shutil.rmtree(folder, ignore_errors=True)
+        except FileNotFoundError:
+            continue
 
 
 # --- what a push brings ---------------------------------------------------------------------------------

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -331,3 +333,17 @@ def test_pushes_racing_with_api_writes_lose_nothing(live_server: str, keys: Keys
     assert {"Pushed fact number 0", "Pushed fact number 1"} <= texts
     assert {f"API statement number {i} about caching" for i in range(10)} <= texts
     fsck(svc)
+
+
+def test_a_quarantine_left_by_a_dead_push_is_cleared(live_server: str, keys: Keys, svc: MemoryService,
+                                                     tmp_path: Path) -> None:
+    objects = svc.settings.repos_dir / "default.git" / "objects"
+    left = objects / "incoming-deadbeefdeadbeef"
+    (left / "pack").mkdir(parents=True)
+    (left / "pack" / "tmp_pack_x").write_bytes(b"half a pack")
+    old = time.time() - 7200
+    os.utime(left, (old, old))
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")})
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    assert not left.exists() and not list(objects.glob("incoming-*"))
