@@ -529,9 +529,13 @@ def parse_pushed(data: bytes, path: str, *, default_id: str | None = None) -> tu
         raise MalformedConcept(path, str(exc)) from exc
 
 
-def complete(data: bytes, path: str) -> bytes | None:
-    """The pushed file with gitmem's own fields filled in (id, created, potency...), or None if it has them."""
+def complete(data: bytes, path: str, *, author: str | None = None) -> bytes | None:
+    """The pushed file with gitmem's own fields filled in (id, created, potency...), or None if it has them.
+
+    ``author``: who wrote it (the review's author, the pusher), unless the file names someone.
+    """
     memory, incomplete = parse_pushed(data, path)
     if not incomplete:
         return None
-    return render(memory.replace(description=memory.description or description_from(memory.text)))
+    return render(memory.replace(description=memory.description or description_from(memory.text),
+                                 author=memory.author or author))

@@ -312,7 +312,7 @@ class Pushes:
                                   "fetch, rebase and push again (`gitmem sync` does all three)")
             if not wire.descends(store.repo, command.new, current):
                 raise InvalidInput("main only moves forward (fast-forward); fetch, rebase and push again")
-            tip = completed(store, store.commit(command.new), store.commit(current), actor)
+            tip = completed(store, store.commit(command.new), store.commit(current), actor, author=actor)
             try:
                 store.move_ref(MAIN, tip.id, current, f"push by {actor}")
             except RefLocked:

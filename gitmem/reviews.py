@@ -761,7 +761,7 @@ class Reviews:
                     stale = {exc.commit: f"{exc}; {self._advice(review)}"}
                     self._mark_stale(namespace, review, stale, actor)
                     raise StaleReview(_stale_message(number, every, stale)) from exc
-                tip = completed(store, tip, main, actor)  # files pushed without gitmem's fields
+                tip = completed(store, tip, main, actor, author=review.author)  # pushed without gitmem's fields
                 try:
                     store.move_ref(MAIN, tip.id, str(main.id), f"approve review #{number} by {actor}")
                 except RefLocked:
@@ -933,7 +933,7 @@ class Reviews:
         notify.publish(self.settings, {"event": event, "namespace": namespace, "review": review.to_dict()})
 
 
-def completed(store: Store, tip: Commit, since: Commit, actor: str) -> Commit:
+def completed(store: Store, tip: Commit, since: Commit, actor: str, *, author: str | None = None) -> Commit:
     """``tip``, or one more commit on it that completes the memory files changed since ``since``.
 
     A file pushed over git may lack gitmem's own fields (a plain OKF file with only ``type``):
@@ -946,7 +946,7 @@ def completed(store: Store, tip: Commit, since: Commit, actor: str) -> Commit:
             continue
         data = store.read(change.new_path, tip)
         try:
-            done = None if data is None else concepts.complete(data, change.new_path)
+            done = None if data is None else concepts.complete(data, change.new_path, author=author)
         except MalformedConcept:
             continue  # the push was checked; a file that does not parse now is left as it is
         if done is not None:

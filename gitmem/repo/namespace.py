@@ -61,6 +61,16 @@ folders...) is refused as a whole, naming each file and what is wrong with it.
 """
 
 
+# READMEs earlier versions wrote, replaced by REPO_README the next time the namespace is initialised.
+_OLD_READMES = (b"""# gitmem memory repository
+
+Each memory is a Markdown file with YAML frontmatter in a folder named after its type
+(fact, preference, decision, convention, pattern, method, insight, idea, lesson, techchoice).
+Every change is one commit; the trailers (Memory-Id, Action, Source, Actor) say what happened.
+Discussion threads live in .gitmem/discussions/. Edit with `gitmem` or by hand and push.
+""",)
+
+
 def check_namespace(name: Any) -> str:
     """Validate a namespace name: lower-case letters, digits, '.', '_' and '-'."""
     if not isinstance(name, str) or not _NAMESPACE.match(name) or ".." in name:
@@ -201,7 +211,21 @@ class Namespaces:
         path = self.repo_path(namespace)
         if not (path / "HEAD").exists() or Store(path).head_id() is None:
             Store.create(path, REPO_README)
-        return self.open(namespace)
+        handle = self.open(namespace)
+        if handle.store.read("README.md") in _OLD_READMES:
+            self._new_readme(handle)
+        return handle
+
+    def _new_readme(self, handle: Namespace) -> None:
+        """Replace a README an earlier version wrote (it said to push when pushes were refused)."""
+
+        def plan(head: pygit2.Commit) -> Change | None:
+            if handle.store.read("README.md", head) not in _OLD_READMES:
+                return None  # someone changed it meanwhile: theirs stands
+            return Change({"README.md": REPO_README}, "README: how to edit, commit and push", "readme")
+
+        with handle.lock:
+            handle.commit(plan)
 
     def open(self, namespace: str) -> Namespace:
         """Open a namespace (once per process) or raise :class:`NamespaceNotFound`."""

@@ -95,6 +95,7 @@ def test_push_to_refs_for_main_opens_a_review_that_approving_merges(
     assert [m.text for m in memories] == ["Indent Python with four spaces"]
     completed = memories[0]
     assert completed.path == "convention/tabs.md" and len(completed.id) == 10  # completed on merge
+    assert completed.author == "writer" and completed.source == "import"
     assert svc.recall("default", "indent python")[0].memory.id == completed.id
     text = (svc.settings.repos_dir / "default.git").exists() and svc.show("default", completed.id)
     assert text
