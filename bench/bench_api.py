@@ -1,6 +1,6 @@
 """Benchmark the web front door against the core it wraps, in one run.
 
-The statements written are the real ones of ``../shared/data/cursorrules.jsonl`` (``--data``),
+The statements written are the real ones of ``tests/data/cursorrules.jsonl`` (``--data``),
 each marked to make it distinct; the run stops at once if the file is missing.
 
 Writes: N distinct memories are remembered
@@ -55,7 +55,7 @@ from gitmem.repo import MAIN, Change, KeyStore, Namespaces  # noqa: E402
 from gitmem.service import MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
+DATA = ROOT / "tests" / "data" / "cursorrules.jsonl"
 
 
 def load_statements(path: Path) -> list[str]:

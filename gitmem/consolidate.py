@@ -705,14 +705,16 @@ class Consolidation:
         last_enqueued = concepts.parse_time(state.get("last_enqueued"))
         if last_enqueued is not None and at - last_enqueued < TRIGGER_THROTTLE:
             return False
-        ns = self.namespaces.open(namespace)
-        ns.synced()
-        active = ns.index.counts()["state"].get("active", 0)
+        # Under the namespace's lock: the index's connection is shared by the process's threads, and
+        # a sync here would otherwise begin a transaction inside another thread's write.
+        last_run = concepts.parse_time(state.get("last_run"))
+        with self.namespaces.using(namespace) as ns:
+            ns.synced()
+            active = ns.index.counts()["state"].get("active", 0)
+            first = next(iter(reversed(list(ns.store.log()))), None) if last_run is None else None
         if active > self.settings.consolidate_min_active:
             return not self.open_review(namespace)
-        last_run = concepts.parse_time(state.get("last_run"))
         if last_run is None:
-            first = next(iter(reversed(list(ns.store.log()))), None)
             last_run = datetime.fromtimestamp(first.commit_time, UTC) if first is not None else at
         if at - last_run >= timedelta(hours=self.settings.consolidate_interval_hours):
             return not self.open_review(namespace)

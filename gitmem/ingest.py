@@ -166,11 +166,14 @@ class Ingest:
         self.semantics = semantics
 
     def add(self, namespace: str, conversation: str, messages: Sequence[Any], *, source: str = "api",
-            meta: Mapping[str, Any] | None = None) -> Accepted:
+            meta: Mapping[str, Any] | None = None, context: tuple[str, str] | None = None) -> Accepted:
         """Take a batch of messages into the conversation's active buffer, sealing it when full.
 
         The whole batch is checked first: one bad message refuses the batch and nothing is kept.
-        A secret in a message is masked before it is stored, and counted.
+        A secret in a message is masked before it is stored, and counted. ``context``: the
+        (conversation, message id) this conversation answers, such as a chat thread's first
+        message; while that message waits in its own buffer, a copy of it starts this one, so the
+        replies are distilled with what they reply to.
         """
         conversation = check_conversation(conversation)
         if source not in SOURCES:
@@ -188,6 +191,11 @@ class Ingest:
             rows.append(Buffered(conversation, m.id, m.role, m.author, text, concepts.iso(m.time) if m.time else None,
                                  extraction.estimate_tokens(text), masked))
         buffers = self.namespaces.buffers(namespace)
+        if context is not None and not buffers.known(conversation):
+            parent = buffers.message(check_conversation(context[0]), str(context[1]))
+            if parent is not None:
+                rows.insert(0, Buffered(conversation, parent.message_id, parent.role, parent.author, parent.text,
+                                        parent.time, parent.tokens, 0))
         appended = buffers.append(conversation, source, rows, dict(meta or {}))
         sealed: list[str] = []
         if appended.active_tokens >= self.settings.ingest_flush_tokens:

@@ -482,13 +482,13 @@ class Reviews:
 
     def successor(self, namespace: str, memory_id: str) -> str | None:
         """The memory that replaced ``memory_id`` when a merge took it away, if one exists now."""
-        ns = self.namespaces.open(namespace)
-        ns.synced()
-        for commit in ns.store.log():
-            ids = parse_trailers(commit.message).get("Memory-Id", [])
-            if memory_id in ids:
-                # The newest commit naming it: a merge names the memory it became too.
-                return next((i for i in ids if i != memory_id and ns.index.get(i) is not None), None)
+        with self.namespaces.using(namespace) as ns:  # the index's connection is the threads' to share
+            ns.synced()
+            for commit in ns.store.log():
+                ids = parse_trailers(commit.message).get("Memory-Id", [])
+                if memory_id in ids:
+                    # The newest commit naming it: a merge names the memory it became too.
+                    return next((i for i in ids if i != memory_id and ns.index.get(i) is not None), None)
         return None
 
     def missing(self, namespace: str, memory_id: str, exc: MemoryNotFound) -> MemoryNotFound:

@@ -25,7 +25,7 @@ from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
 from .embeddings import Embeddings
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
-from .ingest import Accepted, Distilled, Ingest, Ingested
+from .ingest import MAX_MESSAGE_CHARS, Accepted, Distilled, Ingest, Ingested
 from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
@@ -42,6 +42,8 @@ from .repo import (
     Namespaces,
     ObjectCounts,
     ReplayGuard,
+    Watch,
+    WatchList,
     refusal,
     role_rank,
     syncing,
@@ -56,11 +58,11 @@ from .semantic import Semantics
 from .settings import Settings
 
 __all__ = [
-    "ALL_NAMESPACES", "Accepted", "AlreadyRunning", "ApiKey", "BackedUp", "BatchResult", "Candidate", "Comment",
-    "CommitInfo", "Dispatched", "Distilled", "FEEDBACK_ACTIONS", "FeedbackResult", "Hit", "Ingested", "KeyStore",
-    "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES", "ROLES", "ReplayGuard",
-    "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult", "build_service", "check_id",
-    "check_namespace", "refusal", "role_rank", "summarise",
+    "ALL_NAMESPACES", "MAX_MESSAGE_CHARS", "Accepted", "AlreadyRunning", "ApiKey", "BackedUp", "BatchResult",
+    "Candidate", "Comment", "CommitInfo", "Dispatched", "Distilled", "FEEDBACK_ACTIONS", "FeedbackResult", "Hit",
+    "Ingested", "KeyStore", "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES",
+    "ROLES", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "Watch", "WriteResult",
+    "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
 ]
 log = logging.getLogger(__name__)
 #: Seconds between a change and the push to the namespace's mirrors that carries it.
@@ -91,6 +93,7 @@ class MemoryService:
         self._pushes = Pushes(self._namespaces, self.reviews, settings, self._semantics,
                               on_main=self._added if trigger else None)
         self._keys: KeyStore | None = None
+        self._watches = WatchList(settings.home)
 
         # The memory operations, as the modules behind them define them.
         self.show = recall.show
@@ -291,14 +294,16 @@ class MemoryService:
     # --- conversations ---------------------------------------------------------------------------
 
     def ingest(self, namespace: str, conversation: str, messages: builtins.list[Any], *, source: str = "api",
-               meta: dict[str, Any] | None = None, flush: bool = False, background: bool = False) -> Ingested:
+               meta: dict[str, Any] | None = None, flush: bool = False, background: bool = False,
+               context: tuple[str, str] | None = None) -> Ingested:
         """Buffer a batch of a conversation's messages; a buffer it seals is distilled where it belongs.
 
-        ``flush``: seal the conversation's buffer after this batch, however small. As with
+        ``flush``: seal the conversation's buffer after this batch, however small; ``context``:
+        the message this conversation answers (see :meth:`gitmem.ingest.Ingest.add`). As with
         :meth:`dispatch`: queued for the workers when a broker is set or ``background`` (a web
         request), distilled in this process otherwise. See :mod:`gitmem.ingest`.
         """
-        accepted = self._ingest.add(namespace, conversation, messages, source=source, meta=meta)
+        accepted = self._ingest.add(namespace, conversation, messages, source=source, meta=meta, context=context)
         if flush:
             more = tuple(self._ingest.seal(namespace, conversation=accepted.conversation))
             accepted = dataclasses.replace(accepted, sealed=accepted.sealed + more, active_tokens=0)
@@ -325,6 +330,38 @@ class MemoryService:
             return Ingested(accepted, queued=tuple(self.queue.enqueue_distil(namespace, b) for b in buffers))
         done: builtins.list[Distilled] = [self._ingest.distil(namespace, b) for b in buffers]
         return Ingested(accepted, distilled=tuple(done))
+
+    # --- watched channels ------------------------------------------------------------------------
+
+    def watch(self, namespace: str, channel: str, actor: str) -> tuple[Watch, bool]:
+        """Ingest a chat channel's conversations into ``namespace`` from now on.
+
+        The list is shared by every process on the home (``$GITMEM_HOME/ingest/watched.json``).
+        Returns the watch and whether it is new (False: the channel was watched already).
+        """
+        self.require(namespace)
+        watch, added = self._watches.add(namespace, channel, actor, iso(now()))
+        if added:
+            log.info("%s now watches channel %s into %s", actor, channel, namespace)
+        return watch, added
+
+    def unwatch(self, namespace: str, channel: str, actor: str) -> Watch | None:
+        """Stop ingesting a channel into ``namespace``; the watch it was, or None if it was not watched.
+
+        Messages already taken stay in their buffers and are distilled as usual.
+        """
+        gone = self._watches.remove(namespace, channel)
+        if gone is not None:
+            log.info("%s stopped the watch of channel %s into %s", actor, channel, namespace)
+        return gone
+
+    def watching(self, namespace: str | None = None) -> builtins.list[Watch]:
+        """The watched channels, all or one namespace's, oldest first."""
+        return self._watches.list(namespace)
+
+    def watched(self, namespace: str, channel: str) -> Watch | None:
+        """Whether ``channel`` is watched into ``namespace`` (cheap: asked for every chat message)."""
+        return self._watches.get(namespace, channel)
 
     def run_state(self, namespace: str) -> dict[str, Any]:
         """When consolidation last ran and was last queued in ``namespace``."""

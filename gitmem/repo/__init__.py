@@ -13,6 +13,7 @@
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
     buffers.py    conversations' messages waiting to be distilled (SQLite in the shared home)
+    watches.py    the chat channels whose conversations are ingested (watched.json in the shared home)
 
 Everything above this layer works with the names exported here and never imports pygit2.
 """
@@ -29,12 +30,14 @@ from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers, refused_part
 from .vectors import VectorStore
+from .watches import Watch, WatchList, check_channel
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Appended",
     "Buffered", "Buffers", "Candidate", "Sealed",
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
-    "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "check_namespace", "is_memory_path",
-    "match_tokens", "packing", "parse_trailers", "receive", "refusal", "refused_part", "role_rank", "text_hash",
+    "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "Watch", "WatchList", "check_channel",
+    "check_namespace", "is_memory_path", "match_tokens", "packing", "parse_trailers", "receive", "refusal",
+    "refused_part", "role_rank", "text_hash",
 ]

@@ -136,6 +136,17 @@ class Buffers:
         """Close the database connection."""
         self.db.close()
 
+    def copy_to(self, dest: Path) -> None:
+        """Write a consistent copy of the buffers to ``dest`` (SQLite's online backup), readable by its owner."""
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.touch(mode=0o600)
+        with self._lock:
+            target = sqlite3.connect(str(dest))
+            try:
+                self.db.backup(target)
+            finally:
+                target.close()
+
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         with self._lock, immediate(self.db) as db:
@@ -177,6 +188,16 @@ class Buffers:
         if by:
             db.execute("INSERT INTO counters VALUES(?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
                        (name, by, by))
+
+    def known(self, conversation: str) -> bool:
+        """Whether the conversation has taken any message."""
+        return bool(self._read("SELECT 1 FROM seen WHERE conversation = ? LIMIT 1", (conversation,)))
+
+    def message(self, conversation: str, message_id: str) -> Buffered | None:
+        """A message still held in a buffer (not yet distilled), or None."""
+        rows = self._read("SELECT conversation, message_id, role, author, text, time, tokens, masked FROM messages "
+                          "WHERE conversation = ? AND message_id = ?", (conversation, message_id))
+        return Buffered(*rows[0]) if rows else None
 
     def seal(self, conversation: str, reason: str) -> str | None:
         """Move the conversation's active messages into a new sealed buffer; its id, or None if empty."""

@@ -277,9 +277,13 @@ class Namespaces:
                                              UsageLog(state / "usage.sqlite"), state)
         return name
 
+    def buffers_path(self, namespace: str) -> Path:
+        """Where a namespace's conversation buffers live: ``$GITMEM_HOME/ingest/<namespace>.sqlite``."""
+        return self.settings.home / "ingest" / f"{check_namespace(namespace)}.sqlite"
+
     def has_buffers(self, namespace: str) -> bool:
         """Whether the namespace has ever ingested a conversation (its buffer file exists)."""
-        return (self.settings.home / "ingest" / f"{check_namespace(namespace)}.sqlite").exists()
+        return self.buffers_path(namespace).exists()
 
     def buffers(self, namespace: str) -> Buffers:
         """The conversation buffers of an existing namespace: ``$GITMEM_HOME/ingest/<namespace>.sqlite``."""
@@ -287,7 +291,7 @@ class Namespaces:
         with self._lock:
             found = self._buffers.get(namespace)
             if found is None:
-                found = self._buffers[namespace] = Buffers(self.settings.home / "ingest" / f"{namespace}.sqlite")
+                found = self._buffers[namespace] = Buffers(self.buffers_path(namespace))
             return found
 
     def close(self) -> None:
