@@ -85,8 +85,7 @@ class Pushes:
         if not commands:
             return b""  # git's probe before a large push: it may go on
         outcome = self.apply(namespace, commands, body, actor=actor, role=role, base_url=base_url)
-        return wire.report(outcome.unpack, outcome.results, outcome.messages,
-                              use_sideband="side-band-64k" in caps)
+        return wire.report(outcome.unpack, outcome.results, outcome.messages, use_sideband="side-band-64k" in caps)
 
     def apply(self, namespace: str, commands: list[wire.RefUpdate], pack: IO[bytes], *, actor: str, role: str,
               base_url: str | None = None) -> Outcome:
