@@ -2,7 +2,8 @@
 
 The beat schedule runs consolidation of every namespace (``consolidate_schedule_hours``) and
 maintenance, the packing of every namespace's repository (``maintain_schedule_hours``), each
-a daily task that queues one task per namespace.
+a daily task that queues one task per namespace, and pushes again to every mirror that fell
+behind (``mirror_retry_seconds``: one that was down, or a push that never ran).
 
 With ``GITMEM_BROKER_URL`` unset the broker is embedded: kombu's filesystem transport in
 ``$GITMEM_HOME/state/broker`` and results in ``$GITMEM_HOME/state/results``, no server needed, so
@@ -24,10 +25,16 @@ next trigger or the daily schedule runs it again. Runs are safe to repeat: see
 
 from __future__ import annotations
 
+import os
+import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
 from celery import Celery
+from kombu.exceptions import ChannelError
+from kombu.transport import filesystem
+from kombu.utils.json import dumps
 
 from .settings import Settings
 
@@ -35,6 +42,8 @@ CONSOLIDATE = "gitmem.consolidate"
 CONSOLIDATE_ALL = "gitmem.consolidate_all"
 MAINTAIN = "gitmem.maintain"
 MAINTAIN_ALL = "gitmem.maintain_all"
+MIRROR = "gitmem.mirror"
+MIRROR_ALL = "gitmem.mirror_all"
 DISTIL = "gitmem.distil"
 INGEST_SWEEP = "gitmem.ingest_sweep"
 
@@ -68,6 +77,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
                 "task": MAINTAIN_ALL,
                 "schedule": timedelta(hours=settings.maintain_schedule_hours),
             },
+            "mirror-what-fell-behind": {
+                "task": MIRROR_ALL,
+                "schedule": timedelta(seconds=settings.mirror_retry_seconds),
+            },
             # Seal idle conversations and queue buffers whose worker died or whose retry is due.
             "sweep-conversation-buffers": {
                 "task": INGEST_SWEEP,
@@ -82,6 +95,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             folder.mkdir(parents=True, exist_ok=True)
         # kombu ignores the host of a filesystem broker but warns when none is named.
         conf["broker_url"] = "filesystem://localhost//"
+        conf["broker_transport"] = "gitmem.broker:AtomicFilesystemTransport"
         conf["broker_transport_options"] = {
             "data_folder_in": str(queue),
             "data_folder_out": str(queue),
@@ -108,6 +122,32 @@ def celery_config(settings: Settings) -> dict[str, Any]:
     return conf
 
 
+class _AtomicFilesystemChannel(filesystem.Channel):
+    """kombu's filesystem channel, writing each message under a hidden name and renaming it in.
+
+    kombu's own writes the message file in place, so a worker that lists the folder in between
+    takes an empty file: the message is lost and the worker stops on the JSON error. Mirrors
+    queue a push after every change, which makes that moment common enough to matter.
+    """
+
+    def _put(self, queue: Any, payload: Any, **kwargs: Any) -> None:  # type: ignore[override]  # kombu names it twice
+        name = f"{int(round(time.monotonic() * 1000))}_{uuid.uuid4()}.{queue}.msg"
+        final = os.path.join(self.data_folder_out, name)
+        temp = os.path.join(self.data_folder_out, f".{name}.tmp")  # never taken: not "<id>.<queue>.msg"
+        try:
+            with open(temp, "wb") as out:
+                out.write(str(dumps(payload)).encode())  # type: ignore[no-untyped-call]
+            os.rename(temp, final)
+        except OSError as exc:
+            raise ChannelError(f"cannot add file {final!r} to the broker folder") from exc
+
+
+class AtomicFilesystemTransport(filesystem.Transport):
+    """The embedded broker's transport: kombu's filesystem transport with atomic message files."""
+
+    Channel = _AtomicFilesystemChannel
+
+
 def create_celery(settings: Settings) -> Celery:
     """A Celery app for ``settings`` without tasks: enough to send tasks by name."""
     app = Celery("gitmem", set_as_current=False)
@@ -122,7 +162,7 @@ _apps: dict[tuple[Any, ...], Celery] = {}
 def app_for(settings: Settings) -> Celery:
     """A cached app per broker configuration, for enqueuing from front ends."""
     key = (str(settings.home), settings.broker_url, settings.result_backend, settings.celery_queue,
-           settings.consolidate_schedule_hours, settings.maintain_schedule_hours)
+           settings.consolidate_schedule_hours, settings.maintain_schedule_hours, settings.mirror_retry_seconds)
     found = _apps.get(key)
     if found is None:
         found = _apps[key] = create_celery(settings)
@@ -139,6 +179,13 @@ class CeleryQueue:
         """Send a consolidation run of ``namespace`` to the workers; returns the task id."""
         policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
         result = app_for(self.settings).send_task(CONSOLIDATE, args=[namespace], kwargs={"dry_run": dry_run},
+                                                  retry=True, retry_policy=policy)
+        return str(result.id)
+
+    def enqueue_mirror(self, namespace: str, *, countdown: float = 0) -> str:
+        """Send a push of ``namespace`` to its mirrors to the workers, ``countdown`` seconds from now."""
+        policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
+        result = app_for(self.settings).send_task(MIRROR, args=[namespace], countdown=countdown or None,
                                                   retry=True, retry_policy=policy)
         return str(result.id)
 

@@ -699,3 +699,51 @@ def options_table(memory: Memory) -> str:
         rows.append("")
         rows.append(f"Chosen {last.option} on {iso(last.at)[:10]}" + (f" by {last.by}" if last.by else "") + said)
     return "\n".join(rows)
+
+
+# --- files pushed over git -------------------------------------------------------------------------
+
+#: gitmem's own fields: a pushed file that lacks one (a plain OKF file with only ``type``) is
+#: accepted and completed when it reaches main.
+OWN_FIELDS = ("id", "created", "updated", "potency", "state", "source")
+
+
+def parse_pushed(data: bytes, path: str, *, default_id: str | None = None) -> tuple[Memory, bool]:
+    """A memory file pushed over git, and whether it lacks some of :data:`OWN_FIELDS`.
+
+    Such a file parses as far as OKF asks (frontmatter with a valid ``type``, text below it);
+    a missing ``id`` is given ``default_id`` or a new one, so the memory read back is what
+    completing the file writes. Anything else wrong raises :class:`MalformedConcept` naming ``path``.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedConcept(path, f"not valid UTF-8 (byte {exc.start})") from exc
+    match = _FRONTMATTER.match(text.removeprefix("\ufeff"))
+    if not match:
+        raise MalformedConcept(path, "no YAML frontmatter between '---' lines at the top")
+    try:
+        meta = yaml.load(match.group(1), Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise MalformedConcept(path, f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    if not isinstance(meta, dict):
+        raise MalformedConcept(path, "frontmatter must be a mapping of fields")
+    missing = [name for name in OWN_FIELDS if meta.get(name) in (None, "")]
+    if "id" in missing:
+        meta = {**meta, "id": default_id or new_id()}
+    try:
+        return _from_meta(meta, match.group(2).strip(), path), bool(missing)
+    except (TypeError, ValueError) as exc:
+        raise MalformedConcept(path, str(exc)) from exc
+
+
+def complete(data: bytes, path: str, *, author: str | None = None) -> bytes | None:
+    """The pushed file with gitmem's own fields filled in (id, created, potency...), or None if it has them.
+
+    ``author``: who wrote it (the review's author, the pusher), unless the file names someone.
+    """
+    memory, incomplete = parse_pushed(data, path)
+    if not incomplete:
+        return None
+    return render(memory.replace(description=memory.description or description_from(memory.text),
+                                 author=memory.author or author))

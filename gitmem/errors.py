@@ -18,6 +18,7 @@
      │    ├── StaleReview        main changed the reviewed memories meanwhile
      │    ├── AlreadyRunning     another consolidation of the namespace holds its lock
      │    ├── LeaseLost          a run's lock expired (another host may hold it): it wrote nothing more
+     │    ├── SyncConflict       `gitmem sync`: local edits and the server's main changed the same files
      │    └── ReviewStillOpen    a consolidation review of the namespace waits for a decision
      ├── MalformedConcept        a memory file that does not parse, a path git refuses (HTTP 422)
      ├── PermissionDenied        the caller may not do this                          (HTTP 403)
@@ -113,6 +114,14 @@ class AlreadyRunning(Conflict):
 
 class LeaseLost(Conflict):
     """A consolidation's lock expired or was taken over; the run stopped before writing more."""
+
+
+class SyncConflict(Conflict):
+    """``gitmem sync``: the local edits and the server's main changed the same files (``files``)."""
+
+    def __init__(self, message: str, files: list[str]) -> None:
+        super().__init__(message)
+        self.files = files
 
 
 class ReviewStillOpen(Conflict):

@@ -288,6 +288,12 @@ def _parsed(text: str | None, path: str | None) -> concepts.Memory | None:
     try:
         return concepts.parse(text.encode(), path)
     except MalformedConcept:
+        pass
+    try:
+        # A file pushed without gitmem's fields (plain OKF): named by its path until it gets its id.
+        placeholder = hashlib.sha256(path.encode()).hexdigest()[:10]
+        return concepts.parse_pushed(text.encode(), path, default_id=placeholder)[0]
+    except MalformedConcept:
         return None
 
 
@@ -458,7 +464,8 @@ class Reviews:
             if state == "open":
                 note = self._stale_note(review, commit, changes, changed)
                 state = "stale" if note else "open"
-            item = ReviewCommit(info.id, info.summary, _body(commit.message), info.action, info.memory_ids, files,
+            action = "edit" if info.action == "unknown" else info.action  # a commit made with git, no trailers
+            item = ReviewCommit(info.id, info.summary, _body(commit.message), action, info.memory_ids, files,
                                 state, note, memory_diffs(changes))
             out.append(_with_result(item, _after_text(commit.message)))
         return out
@@ -641,6 +648,21 @@ class Reviews:
         return self.open(namespace, branch=ref, base=str(base.id), title=title, author=author, kind=kind,
                          description=description)
 
+    def repoint(self, namespace: str, number: int, *, head: str, base: str, actor: str) -> Review:
+        """Point an open review at its branch's new head (a push added commits to it)."""
+        number = _number(number)
+        store = self.namespaces.open(namespace).store
+        count = len(store.between(base, head))
+
+        def update(review: Review) -> Review:
+            if review.status != "open":
+                raise Conflict(f"review #{number} is already {review.status}")
+            return replace(review, head=head, base=base, commit_count=count, updated=now())
+
+        review = self._save(namespace, number, update, f"{actor} pushed more commits", actor)
+        self._publish(namespace, review)
+        return review
+
     def comment(self, namespace: str, number: int, *, actor: str, text: str) -> Review:
         """Add a comment to a review's thread (any status)."""
         number = _number(number)
@@ -751,6 +773,7 @@ class Reviews:
                     stale = {exc.commit: f"{exc}; {self._advice(review)}"}
                     self._mark_stale(namespace, review, stale, actor)
                     raise StaleReview(_stale_message(number, every, stale)) from exc
+                tip = completed(store, tip, main, actor, author=review.author)  # pushed without gitmem's fields
                 try:
                     store.move_ref(MAIN, tip.id, str(main.id), f"approve review #{number} by {actor}")
                 except RefLocked:
@@ -920,6 +943,33 @@ class Reviews:
         """Say that a review was decided (``review.closed``) or decided in part (``review.updated``)."""
         event = "review.updated" if review.status == "open" else "review.closed"
         notify.publish(self.settings, {"event": event, "namespace": namespace, "review": review.to_dict()})
+
+
+def completed(store: Store, tip: Commit, since: Commit, actor: str, *, author: str | None = None) -> Commit:
+    """``tip``, or one more commit on it that completes the memory files changed since ``since``.
+
+    A file pushed over git may lack gitmem's own fields (a plain OKF file with only ``type``):
+    when it reaches main it gets them (:func:`gitmem.concepts.complete`), in one commit.
+    """
+    files: dict[str, bytes | None] = {}
+    ids: list[str] = []
+    for change in store.file_changes(tip, since=since):
+        if change.new_path is None or change.new_text is None or not is_memory_path(change.new_path):
+            continue
+        data = store.read(change.new_path, tip)
+        try:
+            done = None if data is None else concepts.complete(data, change.new_path, author=author)
+        except MalformedConcept:
+            continue  # the push was checked; a file that does not parse now is left as it is
+        if done is not None:
+            files[change.new_path] = done
+            ids.append(concepts.parse(done, change.new_path).id)
+    if not files:
+        return tip
+    completing = Change(files, f"complete {len(files)} memory file(s) pushed without gitmem's fields", "complete",
+                        tuple(ids), "import", actor,
+                        body="Gave them an id and the fields gitmem keeps (created, potency, state...).")
+    return store.commit(str(store.write_commit(tip, completing)))
 
 
 def _status(every: Sequence[Commit], states: dict[str, str]) -> str:

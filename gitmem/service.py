@@ -15,9 +15,10 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from . import agents, importers
 from . import export as exporting
@@ -29,6 +30,7 @@ from .ingest import MAX_MESSAGE_CHARS, Accepted, Distilled, Ingest, Ingested
 from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
+from .pushes import Pushes
 from .recall import Comment, Hit, Recall
 from .repo import (
     ALL_NAMESPACES,
@@ -46,9 +48,12 @@ from .repo import (
     files_in_play,
     refusal,
     role_rank,
+    syncing,
 )
 from .repo import check_namespace as check_namespace
+from .repo.mirrors import Mirrors
 from .repo.replays import replay_guard
+from .repo.syncing import SyncResult
 from .reviews import STATUSES as REVIEW_STATUSES
 from .reviews import Review, Reviews, summarise
 from .semantic import Semantics
@@ -62,6 +67,8 @@ __all__ = [
     "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
 ]
 log = logging.getLogger(__name__)
+#: Seconds between a change and the push to the namespace's mirrors that carries it.
+MIRROR_DELAY = 1.0
 
 
 class MemoryService:
@@ -82,6 +89,11 @@ class MemoryService:
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
         self._ingest = Ingest(self._namespaces, memories, settings, self._llm, self._semantics)
         maintenance = Maintenance(self._namespaces, settings)
+        self._mirror_seen: dict[str, tuple[int, bool, float]] = {}
+        if trigger:
+            self._namespaces.on_change = self._changed
+        self._pushes = Pushes(self._namespaces, self.reviews, settings, self._semantics,
+                              on_main=self._added if trigger else None)
         self._keys: KeyStore | None = None
         self._watches = WatchList(settings.home)
 
@@ -90,7 +102,7 @@ class MemoryService:
         self.list = recall.list
         self.recall = recall.recall
         self.context = recall.context
-        self.status = recall.status
+        self._recall_status = recall.status
         self.history = recall.history
         self.log = recall.log
         self.discussion = recall.discussion
@@ -192,6 +204,96 @@ class MemoryService:
     def files_in_play(self, directory: Path, limit: int = 50) -> builtins.list[str]:
         """The files being worked on in an agent's project (a git working tree); [] outside one."""
         return files_in_play(directory, limit)
+
+    # --- git push --------------------------------------------------------------------------------
+
+    def push_advertisement(self, namespace: str) -> bytes:
+        """What ``git push`` reads first: the branches of ``namespace`` and what the server speaks."""
+        return self._pushes.advertise(namespace)
+
+    def push_refused(self, message: str) -> bytes:
+        """An advertisement that stops ``git push`` with ``fatal: remote error: <message>``."""
+        from .repo import receive
+
+        return receive.refused_advertisement(message)
+
+    def receive_push(self, namespace: str, body: IO[bytes], *, actor: str, role: str,
+                     base_url: str | None = None) -> bytes:
+        """Take a ``git push`` request; the answer for the client (see :mod:`gitmem.pushes`)."""
+        return self._pushes.receive(namespace, body, actor=actor, role=role, base_url=base_url)
+
+    def status(self, namespace: str) -> dict[str, Any]:
+        """Counts by state, type and potency tier, head, malformed files, and each mirror's status."""
+        data = self._recall_status(namespace)
+        data["mirrors"] = self.mirror_status(namespace)
+        return data
+
+    # --- mirrors ---------------------------------------------------------------------------------
+
+    def mirrors(self, namespace: str) -> dict[str, str]:
+        """The mirrors of ``namespace``: name -> URL."""
+        return self._mirrors(namespace).list()
+
+    def mirror_add(self, namespace: str, url: str, *, name: str | None = None) -> str:
+        """Mirror ``namespace`` to ``url`` from now on (the workers push after every change); its name."""
+        added = self._mirrors(namespace).add(url, name)
+        self._mirror_seen.pop(namespace, None)
+        return added
+
+    def mirror_remove(self, namespace: str, name: str) -> None:
+        """Stop mirroring ``namespace`` to the mirror ``name``."""
+        self._mirrors(namespace).remove(name)
+        self._mirror_seen.pop(namespace, None)
+
+    def mirror_push(self, namespace: str, *, name: str | None = None) -> dict[str, dict[str, Any]]:
+        """Push ``namespace``'s branches to its mirrors now, in this process; each one's status."""
+        return self._mirrors(namespace).push(name)
+
+    def mirror_status(self, namespace: str) -> dict[str, dict[str, Any]]:
+        """Each mirror of ``namespace``: URL, whether the last push worked, its error, whether it is behind."""
+        return self._mirrors(namespace).status()
+
+    def mirrors_behind(self, namespace: str) -> bool:
+        """Whether a mirror of ``namespace`` lacks a change or failed its last push."""
+        return self._mirrors(namespace).behind()
+
+    def _mirrors(self, namespace: str) -> Mirrors:
+        ns = self._namespaces.open(namespace)
+        return Mirrors(ns.store, ns.state, self.settings)
+
+    def _changed(self, namespace: str) -> None:
+        """After a ref moved: queue a push to the namespace's mirrors, a moment later, once per moment.
+
+        The push runs :data:`MIRROR_DELAY` seconds later and sends the branches as they are then,
+        so every change within that moment needs no push of its own. Queuing never fails the
+        write; a push that was never queued is made up by the beat's sweep.
+        """
+        seen = self._mirror_seen.get(namespace)
+        config = self._namespaces.repo_path(namespace) / "config"
+        try:
+            stamp = config.stat().st_mtime_ns
+        except OSError:
+            return
+        if seen is None or seen[0] != stamp:
+            seen = (stamp, bool(self.mirrors(namespace)), 0.0)
+        if not seen[1]:
+            self._mirror_seen[namespace] = seen
+            return
+        moment = time.monotonic()
+        if moment - seen[2] < MIRROR_DELAY * 0.8:
+            return
+        self._mirror_seen[namespace] = (seen[0], True, moment)
+        try:
+            from .broker import CeleryQueue
+
+            CeleryQueue(self.settings).enqueue_mirror(namespace, countdown=MIRROR_DELAY)
+        except Exception:  # a broker that is down must not fail a write; the sweep catches up
+            log.exception("could not queue the push of %s to its mirrors", namespace)
+
+    def sync(self, path: Path, *, url: str | None, key: str | None, actor: str, to: str = "auto",
+             message: str | None = None, dry_run: bool = False) -> SyncResult:
+        """Sync a clone or a plain folder of memories with a gitmem server (see :mod:`gitmem.repo.syncing`)."""
+        return syncing.sync(path, url=url, key=key, actor=actor, to=to, message=message, dry_run=dry_run)
 
     # --- export and consolidation --------------------------------------------------------------
 

@@ -52,7 +52,7 @@ AT_LEAST: dict[str, float] = {
     "consolidate_min_active": 0, "consolidate_interval_hours": 0, "consolidate_schedule_hours": 1e-6,
     "maintain_schedule_hours": 1e-6,
     "broker_visibility_timeout": 1, "lock_lease_seconds": 1, "llm_timeout": 0.001, "llm_retries": 0,
-    "embed_timeout": 0.001, "embed_retries": 0, "semantic_neighbours": 1,
+    "embed_timeout": 0.001, "embed_retries": 0, "semantic_neighbours": 1, "mirror_retry_seconds": 1,
     "ingest_flush_tokens": 1, "ingest_idle_seconds": 0, "ingest_claim_seconds": 1, "ingest_retry_seconds": 0,
 }
 
@@ -146,6 +146,11 @@ class Settings:
     slack_review_channel: str | None = None
     # Where people reach the web app (https://gitmem.example.com): links from Slack to a review.
     public_url: str | None = None
+
+    # Mirrors: tokens by host for pushing to upstream remotes ("github.com=TOKEN,gitlab.example.com=user:TOKEN"),
+    # and how often the workers look for a mirror that fell behind (one that was down) to push again.
+    mirror_credentials: Mapping[str, str] = field(default_factory=dict)
+    mirror_retry_seconds: float = 60.0
 
     # Celery queue name: separate deployments (or test runs) sharing one broker use different ones.
     celery_queue: str = "gitmem"

@@ -13,7 +13,9 @@ A run that finds the namespace locked is tried again after the lock's lease
 run whose worker died, whose lease lapses by then. A run that finds a consolidation review open,
 or that lost its lease, ends without writing and says so in its result (``skipped``).
 
-Maintenance (packing a repository) runs here too, on the beat, never in the path of a write.
+Maintenance (packing a repository) runs here too, on the beat, never in the path of a write, and
+so do pushes to a namespace's mirrors: queued after every change, tried again with a growing delay
+when a mirror fails, and swept on the beat for any mirror that fell behind.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from .broker import (
     INGEST_SWEEP,
     MAINTAIN,
     MAINTAIN_ALL,
+    MIRROR,
+    MIRROR_ALL,
     celery_config,
     create_celery,
 )
@@ -39,6 +43,7 @@ from .settings import Settings
 
 log = logging.getLogger(__name__)
 RETRIES_WHILE_LOCKED = 3
+MIRROR_RETRIES = 5  # then the beat's sweep (mirror_retry_seconds) keeps trying
 
 
 def create_worker(settings: Settings) -> Celery:
@@ -116,6 +121,28 @@ def _maintain_all(task: Any) -> list[str]:
     return namespaces
 
 
+def _mirror(task: Any, namespace: str) -> dict[str, Any]:
+    """Push a namespace's branches to its mirrors; try a failing one again later, backing off."""
+    status = _service(task.app).mirror_push(namespace)
+    failing = sorted(name for name, entry in status.items() if not entry.get("ok"))
+    if failing and task.request.retries < MIRROR_RETRIES:
+        countdown = min(300, 5 * 2 ** task.request.retries)
+        log.warning("mirrors %s of %s failed; trying again in %d s", ", ".join(failing), namespace, countdown)
+        raise task.retry(countdown=countdown, max_retries=MIRROR_RETRIES)
+    return {"namespace": namespace, "mirrors": status}
+
+
+def _mirror_all(task: Any) -> list[str]:
+    """Enqueue a push for every namespace with a mirror that fell behind (was down, or missed a change)."""
+    service = _service(task.app)
+    queued = []
+    for namespace in service.namespaces():
+        if service.mirrors_behind(namespace):
+            task.app.send_task(MIRROR, args=[namespace])
+            queued.append(namespace)
+    return queued
+
+
 def _distil(task: Any, namespace: str, buffer_id: str) -> dict[str, Any]:
     """Distil one sealed conversation buffer (a failure puts it back for the sweep to queue again)."""
     return _service(task.app).distil(namespace, buffer_id).to_dict()
@@ -135,6 +162,8 @@ def _register(app: Celery) -> None:
     app.task(name=CONSOLIDATE_ALL, bind=True)(_consolidate_all)
     app.task(name=MAINTAIN, bind=True)(_maintain)
     app.task(name=MAINTAIN_ALL, bind=True)(_maintain_all)
+    app.task(name=MIRROR, bind=True)(_mirror)
+    app.task(name=MIRROR_ALL, bind=True)(_mirror_all)
     app.task(name=DISTIL, bind=True)(_distil)
     app.task(name=INGEST_SWEEP, bind=True)(_ingest_sweep)
 

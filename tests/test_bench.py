@@ -57,7 +57,7 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
-                                  "bench_mcp"])
+                                  "bench_mcp", "bench_push"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -93,3 +93,11 @@ def test_bench_ingest_counts_the_calls_of_both_bufferings(tmp_path: Path) -> Non
     assert 1 <= calls["double_buffer"]["calls"] < calls["per_message"]["calls"]
     offline = bench.bench_offline()
     assert offline["conversations"] >= 10 and 0 < offline["recall"] <= 1
+
+
+def test_bench_push_times_both_servers(data: Path, tmp_path: Path) -> None:
+    bench = script("bench_push")
+    texts = [json.loads(line)["text"] for line in data.read_text(encoding="utf-8").splitlines()]
+    figures = bench.run(texts, 2, 3, tmp_path)
+    assert set(figures["median_ratio_to_floor"]) == {"gitmem_main", "gitmem_review"}
+    assert all(v > 0 for v in figures["median_seconds"].values())

@@ -16,6 +16,8 @@ import pytest
 from gitmem.errors import CommitNotFound, InvalidInput, RefLocked, RefRaceLost, RevertConflict
 from gitmem.repo import MAIN, Change, Store, parse_trailers
 from gitmem.repo.store import refused_part
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
 from tests.conftest import git
 
 
@@ -402,3 +404,22 @@ def test_reverting_a_merge_pushed_by_hand_undoes_what_it_brought_in(store: Store
     assert sorted(e.name for e in reverted["fact"].peel(pygit2.Tree)) == ["ours.md"]
     with pytest.raises(InvalidInput, match=rf"^{str(base.id)[:10]} is the first commit"):
         store.revert_change(base, store.head())
+
+
+def test_init_replaces_the_readme_an_earlier_version_wrote(settings: Settings) -> None:
+    from gitmem.repo import REPO_README
+    from gitmem.repo.namespace import _OLD_READMES
+
+    repo = settings.repos_dir / "old.git"
+    Store.create(repo, _OLD_READMES[0])
+    service = MemoryService(settings)
+    try:
+        service.init("old")
+        store = Store(repo)
+        assert store.read("README.md") == REPO_README
+        assert b"refs/for/main" in REPO_README
+        head = store.head_id()
+        service.init("old")  # only once
+        assert store.head_id() == head
+    finally:
+        service.close()

@@ -26,12 +26,30 @@ from .text import clip, escape
 log = logging.getLogger(__name__)
 
 
+def _pushed(settings: Settings, namespace: str, event: Mapping[str, Any]) -> None:
+    """Say in the review channel that someone pushed straight to main (a reviewer's ``git push``)."""
+    actor, count = str(event.get("actor") or "someone"), int(event.get("commits") or 0)
+    after = str(event.get("after") or "")
+    text = f"{escape(actor)} pushed {count} commit(s) to main in {escape(namespace)} (now {escape(after[:10])})"
+    assert settings.slack_review_channel is not None
+    try:
+        web_client(settings).chat_postMessage(channel=settings.slack_review_channel, text=text)
+    except SlackApiError as exc:
+        log.warning("Slack notification of a push to %s failed: %s", namespace, exc.response.get("error"))
+
+
 def on_event(settings: Settings, event: Mapping[str, Any]) -> None:
-    """Post ``review.opened`` to the review channel; redraw it on ``review.updated`` and ``review.closed``."""
+    """Post ``review.opened`` to the review channel; redraw it on ``review.updated`` and ``review.closed``.
+
+    A push straight to main (``push.merged``) is said there in one line.
+    """
     if not settings.slack_bot_token or not settings.slack_review_channel:
         return
     kind = event.get("event")
     namespace = str(event.get("namespace") or "")
+    if kind == "push.merged" and namespace:
+        _pushed(settings, namespace, event)
+        return
     review = event.get("review") or {}
     if not namespace or "number" not in review:
         return

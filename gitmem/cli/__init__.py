@@ -18,6 +18,7 @@ from . import (
     mcp,  # noqa: F401  (mcp)
     memory,  # noqa: F401  (registers the core commands)
     server,  # noqa: F401  (serve, key)
+    sync,  # noqa: F401  (sync, mirror)
 )
 from .base import main
 

@@ -292,6 +292,11 @@ def status(namespace: str | None, as_json: bool) -> None:
             click.echo(f"  {data['pending_uses']} uses not yet folded into the files")
         for path, reason in data["malformed"].items():
             click.echo(f"  malformed: {path}: {reason}")
+        for name, mirror in data.get("mirrors", {}).items():
+            state = {True: "ok", False: "failing", None: "not pushed yet"}[mirror["ok"]]
+            behind = ", behind" if mirror["behind"] else ""
+            error = f": {mirror['error']}" if mirror.get("error") else ""
+            click.echo(f"  mirror {name} ({mirror['url']}): {state}{behind}{error}")
 
     emit(data, as_json, human)
 

@@ -8,6 +8,7 @@
     runstate.py   the per-namespace consolidation lock and trigger state
     leases.py     the same lock across hosts: a lease on Redis with fencing tokens (loads redis)
     packing.py    packing, object counts and bundles, by the git program
+    receive.py    the receiving side of git push: pkt-lines, a quarantined pack, what it brings
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
@@ -20,7 +21,7 @@ Everything above this layer works with the names exported here and never imports
 
 from __future__ import annotations
 
-from . import packing
+from . import packing, receive
 from .buffers import Appended, Buffered, Buffers, Sealed
 from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, text_hash
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
@@ -28,7 +29,7 @@ from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, ch
 from .packing import ObjectCounts
 from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
-from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
+from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers, refused_part
 from .vectors import VectorStore
 from .watches import Watch, WatchList, check_channel
 from .workspace import files_in_play
@@ -39,6 +40,6 @@ __all__ = [
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "Watch", "WatchList", "check_channel",
-    "check_namespace", "files_in_play", "is_memory_path",
-    "match_tokens", "packing", "parse_trailers", "refusal", "role_rank", "text_hash",
+    "check_namespace", "files_in_play", "is_memory_path", "match_tokens", "packing", "parse_trailers", "receive",
+    "refusal", "refused_part", "role_rank", "text_hash",
 ]

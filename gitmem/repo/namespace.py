@@ -39,8 +39,36 @@ REPO_README = b"""# gitmem memory repository
 Each memory is a Markdown file with YAML frontmatter in a folder named after its type
 (fact, preference, decision, convention, pattern, method, insight, idea, lesson, techchoice).
 Every change is one commit; the trailers (Memory-Id, Action, Source, Actor) say what happened.
-Discussion threads live in .gitmem/discussions/. Edit with `gitmem` or by hand and push.
+Discussion threads live in .gitmem/discussions/.
+
+Edit with `gitmem` or by hand and push. A new memory needs only its type and its text:
+
+    ---
+    type: convention
+    ---
+
+    We use pnpm, not npm.
+
+gitmem gives it an id and its other fields when it reaches main. Then, with a writer key:
+
+    git add -A && git commit -m "Say why"
+    git push origin HEAD:refs/for/main     # opens a review; git prints its number and address
+
+or `gitmem sync .` (GITMEM_KEY=your key), which also fetches and rebases first. Reviewer and
+admin keys may push to main directly (fast-forward only). A push whose files break the rules
+(a type that does not match its folder, a duplicate id, a secret, a file outside the type
+folders...) is refused as a whole, naming each file and what is wrong with it.
 """
+
+
+# READMEs earlier versions wrote, replaced by REPO_README the next time the namespace is initialised.
+_OLD_READMES = (b"""# gitmem memory repository
+
+Each memory is a Markdown file with YAML frontmatter in a folder named after its type
+(fact, preference, decision, convention, pattern, method, insight, idea, lesson, techchoice).
+Every change is one commit; the trailers (Memory-Id, Action, Source, Actor) say what happened.
+Discussion threads live in .gitmem/discussions/. Edit with `gitmem` or by hand and push.
+""",)
 
 
 def check_namespace(name: Any) -> str:
@@ -161,6 +189,8 @@ class Namespaces:
         self._open: dict[str, Namespace] = {}
         self._buffers: dict[str, Buffers] = {}
         self._lock = threading.Lock()
+        #: Called with the namespace's name after gitmem moved one of its refs (see Store.moved).
+        self.on_change: Callable[[str], None] | None = None
 
     def repo_path(self, namespace: str) -> Path:
         """The bare repository of a namespace: ``$GITMEM_HOME/repos/<namespace>.git``."""
@@ -181,7 +211,21 @@ class Namespaces:
         path = self.repo_path(namespace)
         if not (path / "HEAD").exists() or Store(path).head_id() is None:
             Store.create(path, REPO_README)
-        return self.open(namespace)
+        handle = self.open(namespace)
+        if handle.store.read("README.md") in _OLD_READMES:
+            self._new_readme(handle)
+        return handle
+
+    def _new_readme(self, handle: Namespace) -> None:
+        """Replace a README an earlier version wrote (it said to push when pushes were refused)."""
+
+        def plan(head: pygit2.Commit) -> Change | None:
+            if handle.store.read("README.md", head) not in _OLD_READMES:
+                return None  # someone changed it meanwhile: theirs stands
+            return Change({"README.md": REPO_README}, "README: how to edit, commit and push", "readme")
+
+        with handle.lock:
+            handle.commit(plan)
 
     def open(self, namespace: str) -> Namespace:
         """Open a namespace (once per process) or raise :class:`NamespaceNotFound`."""
@@ -196,10 +240,16 @@ class Namespaces:
                     f"namespace {namespace!r} does not exist; create it with `gitmem init --namespace {namespace}`"
                 )
             state = self.settings.state_dir / namespace
-            handle = Namespace(namespace, Store(path), SearchIndex(state / "index.sqlite"),
+            store = Store(path)
+            store.moved = lambda ref: self._changed(namespace)
+            handle = Namespace(namespace, store, SearchIndex(state / "index.sqlite"),
                                UsageLog(state / "usage.sqlite"), state)
             self._open[namespace] = handle
             return handle
+
+    def _changed(self, namespace: str) -> None:
+        if self.on_change is not None:
+            self.on_change(namespace)
 
     @contextmanager
     def using(self, namespace: str) -> Iterator[Namespace]:

@@ -8,6 +8,7 @@ race rebuild their change on the new head and try again. The reflog records ever
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import random
 import re
@@ -153,6 +154,8 @@ class Store:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.repo = pygit2.Repository(str(path))
+        #: Called with the ref's name after gitmem moved or deleted a ref (mirrors follow changes).
+        self.moved: Callable[[str], None] | None = None
 
     @classmethod
     def create(cls, path: Path, readme: bytes) -> Store:
@@ -377,6 +380,18 @@ class Store:
         return _writing(partial(self.repo.create_commit, None, author, committer, change.message(), tree, parents))
 
     def move_ref(self, ref: str, new: pygit2.Oid | str, old: str | None, reason: str) -> None:
+        """Compare-and-swap ``ref`` (see :meth:`_move_ref`), then tell :attr:`moved`."""
+        self._move_ref(ref, new, old, reason)
+        self._tell(ref)
+
+    def _tell(self, ref: str) -> None:
+        if self.moved is not None:
+            try:
+                self.moved(ref)
+            except Exception:  # a follower (a mirror's queue) must never fail the write it follows
+                logging.getLogger(__name__).exception("after moving %s in %s", ref, self.path)
+
+    def _move_ref(self, ref: str, new: pygit2.Oid | str, old: str | None, reason: str) -> None:
         """Compare-and-swap ``ref`` from ``old`` (None: must not exist) to ``new``.
 
         Raises :class:`RefRaceLost` when the ref is not at ``old`` any more, and
@@ -516,7 +531,8 @@ class Store:
             try:
                 self.repo.references.delete(ref)
             except KeyError:
-                pass
+                return
+        self._tell(ref)
 
     def transact(
         self,

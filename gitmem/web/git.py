@@ -1,12 +1,15 @@
-"""Git over HTTP: ``git clone http://HOST/git/<namespace>.git`` through the real ``git http-backend``.
+"""Git over HTTP: ``git clone http://HOST/git/<namespace>.git`` and ``git push`` to it.
 
-Each request runs the CGI program with the request body on its standard input and streams its
-output back. A reader key is required (HTTP Basic with the key as password, or a bearer token).
-Pushing is refused here and, in case a request slips past, by ``http.receivepack=false``.
+Fetching runs the real ``git http-backend`` CGI program with the request body on its standard
+input and streams its output back; a reader key is required (HTTP Basic with the key as
+password, or a bearer token). Pushing (``git-receive-pack``) is gitmem's own, through the
+service (:mod:`gitmem.pushes`): a writer key at least, and ``http.receivepack=false`` keeps
+``git http-backend`` from ever taking a push itself.
 """
 
 from __future__ import annotations
 
+import gzip
 import logging
 import os
 import shutil
@@ -17,9 +20,10 @@ from typing import IO
 
 from flask import Blueprint, Response, request
 
-from ..errors import GitmemError, InvalidInput, PermissionDenied, Unavailable
+from ..errors import GitmemError, InvalidInput, Unavailable
+from ..service import refusal
 from .api import service
-from .auth import require
+from .auth import caller, require
 
 log = logging.getLogger(__name__)
 bp = Blueprint("git", __name__, url_prefix="/git")
@@ -30,7 +34,7 @@ CHUNK = 64 * 1024
 
 @bp.route("/<repo>/<path:rest>", methods=["GET", "POST"])
 def backend(repo: str, rest: str) -> Response:
-    """Serve a namespace's repository to ``git clone`` and ``git fetch`` (reader); refuse pushes."""
+    """Serve a namespace's repository to ``git clone`` and ``git fetch`` (reader) and ``git push`` (writer)."""
     ns = repo.removesuffix(".git")  # git clone http://HOST/git/NS works as well as NS.git
     request.max_content_length = MAX_GIT_BODY
     # The path arrives decoded (%2e%2e is ".."); git http-backend would refuse it with a bare 500.
@@ -38,8 +42,7 @@ def backend(repo: str, rest: str) -> Response:
         raise InvalidInput(f"the git path {rest!r} has an empty, '.' or '..' part; "
                            "ask for a path inside the repository")
     if rest == "git-receive-pack" or request.args.get("service") == "git-receive-pack":
-        require(ns, "reader")
-        raise PermissionDenied("pushing is not allowed here; change memories through gitmem instead")
+        return _receive_pack(ns, rest)
     who = require(ns, "reader")
     service().require(ns)  # 404 for a namespace that does not exist
     git = shutil.which("git")
@@ -87,6 +90,36 @@ def backend(repo: str, rest: str) -> Response:
         raise GitmemError(f"git http-backend could not serve {rest!r} of namespace {ns!r}; "
                           "the server log says why")
     return Response(output, status=status, headers=headers, direct_passthrough=True)
+
+
+def _receive_pack(ns: str, rest: str) -> Response:
+    """``git push``: the ref advertisement (GET) and the push itself (POST), a writer key at least."""
+    who = caller()
+    service().require(ns)
+    if not who.allows(ns, "writer"):
+        denied = refusal(who.name, who.role, ns, "writer")
+        if request.method == "GET" and rest == "info/refs":
+            # git prints an ERR line as "fatal: remote error: ...": clearer than a bare 403.
+            return Response(service().push_refused(str(denied)), status=200, headers=_NO_CACHE,
+                            mimetype="application/x-git-receive-pack-advertisement")
+        raise denied
+    if request.method == "GET" and rest == "info/refs":
+        return Response(service().push_advertisement(ns), headers=_NO_CACHE,
+                        mimetype="application/x-git-receive-pack-advertisement")
+    if request.method != "POST" or rest != "git-receive-pack":
+        raise InvalidInput(f"git push speaks to info/refs and git-receive-pack, not {rest!r}")
+    if request.headers.get("Content-Type") != "application/x-git-receive-pack-request":
+        raise InvalidInput("a push must be sent as application/x-git-receive-pack-request")
+    role = next(r for r in ("admin", "reviewer", "writer") if who.allows(ns, r))
+    body: IO[bytes] = request.stream
+    if request.headers.get("Content-Encoding", "").lower() == "gzip":
+        body = gzip.GzipFile(fileobj=request.stream, mode="rb")  # type: ignore[assignment]
+    base_url = service().settings.public_url or request.host_url.rstrip("/")
+    answer = service().receive_push(ns, body, actor=who.name, role=role, base_url=base_url)
+    return Response(answer, headers=_NO_CACHE, mimetype="application/x-git-receive-pack-result")
+
+
+_NO_CACHE = {"Cache-Control": "no-cache, max-age=0, must-revalidate", "Pragma": "no-cache"}
 
 
 def _read_headers(out: IO[bytes]) -> tuple[int | None, list[tuple[str, str]]]:

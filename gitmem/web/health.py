@@ -1,4 +1,4 @@
-"""``/healthz``: is the repository readable, does the broker answer, is a worker listening?
+"""``/healthz``: is the repository readable, does the broker answer, is a worker listening, do mirrors take pushes?
 
 The answer is 200 while the repositories can be read (the web app can do its job) and 503 when
 they cannot; the broker and worker are reported beside it, since the API works without them and
@@ -26,6 +26,7 @@ def healthz() -> tuple[Response, int]:
     """Report whether the repositories can be read (200, else 503) and whether broker and worker answer."""
     svc = service()
     report = {"repository": repository(svc), "broker": {"ok": False}, "worker": {"ok": False}}
+    mirrors = mirroring(svc)
     try:
         from ..broker import app_for
     except ImportError as exc:
@@ -35,9 +36,21 @@ def healthz() -> tuple[Response, int]:
         report["broker"] = broker(celery, svc)
         if report["broker"]["ok"]:
             report["worker"] = worker(celery)
-    ok = all(part["ok"] for part in report.values())
+    ok = all(part["ok"] for part in report.values()) and mirrors["ok"]
     status = "ok" if ok else "degraded" if report["repository"]["ok"] else "failing"
-    return jsonify({"status": status, **report}), 200 if report["repository"]["ok"] else 503
+    return jsonify({"status": status, **report, "mirrors": mirrors}), 200 if report["repository"]["ok"] else 503
+
+
+def mirroring(svc: MemoryService) -> dict[str, Any]:
+    """Each namespace's mirrors (a failing mirror degrades the status; writes go on regardless)."""
+    out: dict[str, Any] = {}
+    try:
+        for name in svc.namespaces():
+            for mirror, entry in svc.mirror_status(name).items():
+                out[f"{name}/{mirror}"] = entry
+    except Exception as exc:  # reported beside the repository check, which says more
+        return {"ok": False, "error": str(exc)}
+    return {"ok": all(entry["ok"] is not False for entry in out.values()), "mirrors": out}
 
 
 def repository(svc: MemoryService) -> dict[str, Any]:

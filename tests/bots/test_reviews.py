@@ -220,6 +220,14 @@ def test_the_notifier_escapes_merges_and_does_nothing_unconfigured(
     assert "Rejected by <@UREVIEWER1>: no &lt;b&gt;" in update.text
 
 
+def test_a_push_to_main_is_said_in_the_review_channel(fake_slack: FakeSlack, settings: Settings) -> None:
+    on_event(settings, {"event": "push.merged", "namespace": "default", "actor": "rita <b>", "commits": 2,
+                        "before": "a" * 40, "after": "b" * 40, "summary": "rita pushed 2 commit(s) to main"})
+    (posted,) = fake_slack.of("chat.postMessage")
+    assert posted.args["channel"] == REVIEW_CHANNEL
+    assert posted.text == "rita &lt;b&gt; pushed 2 commit(s) to main in default (now bbbbbbbbbb)"
+
+
 def test_the_notifier_logs_slack_failures_instead_of_raising(
         fake_slack: FakeSlack, settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
     fake_slack.fail("chat.postMessage", "channel_not_found")

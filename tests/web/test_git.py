@@ -71,19 +71,6 @@ def test_clone_without_a_valid_key_is_refused(live_server: str, keys: Keys, tmp_
     assert not (tmp_path / "clone" / "README.md").exists()
 
 
-def test_push_is_refused(live_server: str, keys: Keys, svc: MemoryService, tmp_path: Path) -> None:
-    work = tmp_path / "clone"
-    assert git(*with_key(keys.admin), "clone", f"{live_server}/git/default.git", str(work)).returncode == 0
-    (work / "fact").mkdir()
-    (work / "fact" / "sneaky.md").write_text("---\ntype: fact\n---\nsneaky\n")
-    git("add", ".", cwd=work)
-    git("-c", "user.name=x", "-c", "user.email=x@example.com", "commit", "-qm", "sneaky", cwd=work)
-    before = svc.status("default")["head"]
-    pushed = git(*with_key(keys.admin), "push", "origin", "HEAD:main", cwd=work)
-    assert pushed.returncode != 0 and "403" in pushed.stderr
-    assert svc.status("default")["head"] == before
-
-
 def test_unknown_namespace_is_404(live_server: str, svc: MemoryService, tmp_path: Path) -> None:
     from gitmem.repo import KeyStore
 

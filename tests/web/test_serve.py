@@ -209,3 +209,38 @@ def test_redact_hides_every_password_and_keeps_the_rest(url: str, shown: str) ->
     from gitmem.web.health import redact
 
     assert redact(url) == shown
+
+
+def test_a_push_to_a_served_namespace_opens_a_review_and_reaches_its_mirror(
+        served: tuple[str, str, subprocess.Popen[str], int], tmp_path: Path) -> None:
+    url, key, _, _ = served
+    home = tmp_path / "served"
+    bare = tmp_path / "mirror.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    service = MemoryService(Settings(home=home))
+    try:
+        service.mirror_add("default", str(bare), name="backup")
+    finally:
+        service.close()
+    wait_for(url, "worker")
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
+    work = tmp_path / "work"
+    auth = ["-c", f"http.extraHeader=Authorization: Bearer {key}"]
+    subprocess.run(["git", *auth, "clone", "-q", f"{url}/git/default.git", str(work)], env=env, check=True)
+    (work / "fact").mkdir()
+    (work / "fact" / "ci.md").write_text("---\ntype: fact\n---\n\nCI runs on Buildkite\n")
+    subprocess.run(["git", "add", "-A"], cwd=work, env=env, check=True)
+    subprocess.run(["git", "-c", "user.name=A", "-c", "user.email=a@x", "commit", "-qm", "CI"], cwd=work, env=env,
+                   check=True)
+    pushed = subprocess.run(["git", *auth, "push", "origin", "HEAD:refs/for/main"], cwd=work, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert pushed.returncode == 0, pushed.stderr
+    assert f"remote: review #1 opened with 1 commit(s): {url}/ns/default/reviews/1" in pushed.stderr
+    deadline = time.monotonic() + STARTUP_LIMIT
+    while "review/push-agent-" not in subprocess.run(["git", "branch"], cwd=bare, capture_output=True,
+                                                       text=True).stdout:
+        assert time.monotonic() < deadline, "the review branch never reached the mirror"
+        time.sleep(0.3)
+    while httpx.get(f"{url}/healthz", timeout=30).json()["mirrors"]["mirrors"]["default/backup"]["ok"] is not True:
+        assert time.monotonic() < deadline, "the mirror's push never showed in /healthz"
+        time.sleep(0.3)
