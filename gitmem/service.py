@@ -23,6 +23,7 @@ from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
 from .embeddings import Embeddings
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
+from .graph import Graph, Graphs
 from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import Memories, WriteResult
@@ -50,7 +51,7 @@ from .settings import Settings
 
 __all__ = [
     "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey", "BackedUp",
-    "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Hit", "KeyStore", "Maintained", "MemoryService",
+    "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Graph", "Hit", "KeyStore", "Maintained", "MemoryService",
     "ObjectCounts", "Plan", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult",
     "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
 ]
@@ -74,6 +75,7 @@ class MemoryService:
                                             self._leases, self._semantics)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
         maintenance = Maintenance(self._namespaces, settings)
+        self._graphs = Graphs(self._namespaces, settings, self._semantics)
         self._keys: KeyStore | None = None
 
         # The memory operations, as the modules behind them define them.
@@ -99,6 +101,7 @@ class MemoryService:
         self.maintain = maintenance.maintain
         self.backup = maintenance.backup
         self.restore_backup = maintenance.restore
+        self.graph = self._graphs.graph
 
     # --- namespaces ----------------------------------------------------------------------------
 
@@ -160,7 +163,9 @@ class MemoryService:
     # --- export and consolidation --------------------------------------------------------------
 
     def export(self, namespace: str, fmt: str, dest: Path | None = None) -> str:
-        """Export as ``memory-md``, ``json``, or ``okf`` (a folder at ``dest``)."""
+        """Export as ``memory-md``, ``json``, ``okf`` (a folder at ``dest``), or ``graph`` (an HTML page)."""
+        if fmt == "graph":
+            return self._graphs.page(namespace)
         return exporting.export(self._namespaces, namespace, fmt, dest)
 
     def consolidate(self, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
