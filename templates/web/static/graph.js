@@ -273,7 +273,7 @@
     box.appendChild(el("p", { class: "graph-card-text" }, text));
   }
   function placeTip(id) {
-    var pos = renderer.graphToViewport(renderer.getNodeDisplayData(id));
+    var pos = renderer.framedGraphToViewport(renderer.getNodeDisplayData(id));
     var box = container.getBoundingClientRect();
     var left = pos.x + 18, top = pos.y + 12;
     tip.style.left = Math.max(8, Math.min(left, box.width - tip.offsetWidth - 8)) + "px";
