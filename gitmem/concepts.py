@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from . import secretscan
 from .errors import InvalidInput, MalformedConcept
 
 TYPES = (
@@ -186,8 +187,12 @@ class Memory:
 # --- validation of what callers pass in -------------------------------------------------------
 
 
-def clean_text(text: Any, *, limit: int, what: str = "text") -> str:
-    """Validate memory text: a non-empty string of valid UTF-8 within ``limit`` characters."""
+def clean_text(text: Any, *, limit: int, what: str = "text", scan: bool = True) -> str:
+    """Validate text to store: a non-empty string of valid UTF-8 within ``limit`` characters.
+
+    ``scan``: refuse a secret (:func:`gitmem.secretscan.refuse`); off only for text that is never
+    stored, such as a search query.
+    """
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
@@ -204,6 +209,8 @@ def clean_text(text: Any, *, limit: int, what: str = "text") -> str:
         raise InvalidInput(f"{what} is empty" + (": say what to remember" if what == "text" else ""))
     if len(value) > limit:
         raise InvalidInput(f"{what} is {len(value)} characters; the limit is {limit}")
+    if scan:
+        secretscan.refuse(value, what=what)
     return value
 
 

@@ -4,6 +4,7 @@
 
     GitmemError
      ├── InvalidInput            bad text, type, title, id, namespace or option   (CLI exit 2, HTTP 400)
+     │    └── SecretFound        the text carries an API key, token, private key or password
      ├── NotFound                                                                   (CLI exit 3, HTTP 404)
      │    ├── NamespaceNotFound
      │    ├── MemoryNotFound
@@ -40,6 +41,15 @@ class InvalidInput(GitmemError, ValueError):
 
     exit_code = 2
     http_status = 400
+
+
+class SecretFound(InvalidInput):
+    """The text carries a secret, which git history would keep forever; nothing was written."""
+
+    def __init__(self, message: str, *, kinds: tuple[str, ...] = ()) -> None:
+        """``kinds``: what the secrets look like ("AWS Access Key", "password"), for reports."""
+        super().__init__(message)
+        self.kinds = kinds
 
 
 class NotFound(GitmemError, LookupError):

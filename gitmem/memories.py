@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any
 
 from . import concepts, details
@@ -40,6 +41,117 @@ class WriteResult:
             "commit": self.commit,
             "similar_to": self.similar_to,
         }
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One memory to store through the write gate, as an import or an ingested conversation offers it.
+
+    ``id``, ``potency``, ``created``, ``last_used`` and ``access_count`` carry what another store
+    knew (they are gitmem's own otherwise); ``label`` names the item in reports (a file, a message).
+    """
+
+    text: str
+    type: str = "fact"
+    title: str | None = None
+    tags: Sequence[str] = ()
+    paths: Sequence[str] = ()
+    source: str = "import"
+    author: str | None = None
+    state: str = "active"
+    related: Sequence[str] = ()
+    tenured: bool = False
+    id: str | None = None
+    potency: float | None = None
+    created: datetime | None = None
+    last_used: datetime | None = None
+    access_count: int | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the write gate did with one candidate: added, reinforced, merged, skipped or refused, and why."""
+
+    label: str
+    outcome: str
+    memory_id: str | None
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {"label": self.label, "outcome": self.outcome, "memory_id": self.memory_id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """What :meth:`Memories.remember_many` did: an outcome per candidate and the one commit (or None)."""
+
+    outcomes: tuple[Outcome, ...]
+    commit: str | None
+
+    def counts(self) -> dict[str, int]:
+        """How many candidates had each outcome (every outcome named, zeros included)."""
+        counts = dict.fromkeys(OUTCOMES, 0)
+        for outcome in self.outcomes:
+            counts[outcome.outcome] += 1
+        return counts
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict: the commit, the counts and every outcome."""
+        return {"commit": self.commit, "counts": self.counts(), "items": [o.to_dict() for o in self.outcomes]}
+
+
+OUTCOMES = ("added", "reinforced", "merged", "skipped", "refused")
+
+
+@dataclass(frozen=True)
+class _Decided:
+    outcome: str
+    memory: Memory | None
+    similar_to: str | None
+    reason: str
+
+
+class _Batch:
+    """The files one commit of the write gate changes, and what later candidates must see of them."""
+
+    def __init__(self) -> None:
+        self.memories: dict[str, Memory] = {}  # id -> the memory as this commit leaves it
+        self.norms: dict[str, str] = {}  # normalised text -> id, for memories added by this commit
+        self.paths: set[str] = set()
+        self.added: set[str] = set()
+        self.touched: list[str] = []
+
+    def put(self, old: Memory, new: Memory) -> None:
+        """Record a changed memory."""
+        if new.id not in self.memories:
+            self.touched.append(new.id)
+        self.memories[new.id] = new.replace(path=old.path)
+
+    def add(self, memory: Memory, norm: str) -> None:
+        """Record a new memory."""
+        self.put(memory, memory)
+        self.norms[norm] = memory.id
+        self.paths.add(memory.path)
+        self.added.add(memory.id)
+
+    def files(self) -> tuple[dict[str, bytes | None], dict[str, Memory]]:
+        """The files to write and, for new ones, the memories they hold (the index takes them as they are)."""
+        files: dict[str, bytes | None] = {}
+        parsed: dict[str, Memory] = {}
+        for memory_id in self.touched:
+            memory = self.memories[memory_id]
+            if memory_id in self.added:
+                files[memory.path], parsed[memory.path] = concepts.rendered(memory)
+            else:
+                files[memory.path] = concepts.render(memory)
+        return files, parsed
+
+
+def _merges(item: Candidate) -> bool:
+    """Whether the write gate merges the candidate into a memory that says the same (not a user's own)."""
+    return item.source in AUTO_SOURCES or item.state == "pending"
 
 
 class Memories:
@@ -86,76 +198,185 @@ class Memories:
         or ``settings.semantic_duplicate`` in meaning, with no detail (number, name, weekday,
         environment) that the memory lacks or contradicts, in the same language. Everything
         else, including a user's own similar statement (it may be a correction), is added as a
-        new memory.
+        new memory. Text that carries a secret is refused (:class:`~gitmem.errors.SecretFound`).
         """
-        limit = self.settings.max_text_chars
-        text = concepts.clean_text(text, limit=limit)
-        memory_type = concepts.clean_type(type)
-        source = concepts.clean_source(source)
-        title = concepts.clean_title(title, limit=self.settings.max_title_chars) if title else self.title_from(text)
-        tags = concepts.clean_list(tags, what="tag", limit=80)
-        paths = concepts.clean_list(paths, what="path", limit=400)
-        related = concepts.clean_list(related, what="related id", limit=40)
-        author = concepts.clean_list([author] if author else [], what="author", limit=200)[0] if author else None
-        if state not in ("active", "pending"):
-            raise InvalidInput("a new memory is either active or pending")
+        item = self._clean(Candidate(text, type=type, title=title, tags=tuple(tags), paths=tuple(paths),
+                                     source=source, author=author, state=state, related=tuple(related),
+                                     tenured=tenured))
+        near = self._near(namespace, [item])[0]
         result: dict[str, Any] = {}
-        near: dict[str, float] = {}
-        if source in AUTO_SOURCES and self.semantics is not None and self.semantics.enabled:
-            with self.namespaces.using(namespace) as ns:
-                ns.synced()
-                near = dict(self.semantics.search(ns, text, 5, self.settings.semantic_duplicate))
 
         # Plans run inside _commit, on an index snapshot pinned at ``head``: what it finds is there.
         def plan(head: Commit) -> Change | None:
-            at = now()
-            same = ns.index.by_norm(normalise(text))
-            if same:
-                old = ns.current(head, same[0].id)
-                new = old.with_use(at).replace(
-                    paths=old.paths + tuple(p for p in paths if p not in old.paths),
-                    tags=old.tags + tuple(t for t in tags if t not in old.tags),
-                    state="active" if old.state == "archived" else old.state,
-                    archived_reason=None if old.state == "archived" else old.archived_reason,
-                    updated=at,
-                )
-                result.update(outcome="reinforced", memory=new, similar_to=old.id)
-                return Change({old.path: concepts.render(new)}, f"reinforce: {old.title}", "reinforce",
-                              (old.id,), source, author)
-            if source in AUTO_SOURCES:
-                best, best_score = self._same_as(ns, text, title, tags, near)
-                if best is not None:
-                    old = ns.current(head, best.id)
-                    new = old.replace(
-                        paths=old.paths + tuple(p for p in paths if p not in old.paths),
-                        tags=old.tags + tuple(t for t in tags if t not in old.tags),
-                        potency=min(1.0, round(old.potency_at(at) + 0.05, 4)),
-                        last_used=at,
-                        updated=at,
-                    )
-                    result.update(outcome="merged", memory=new, similar_to=old.id)
-                    return Change({old.path: concepts.render(new)}, f"merge: {old.title}", "merge",
-                                  (old.id,), source, author,
-                                  body=f"A statement {best_score} was merged in:\n\n{text}")
-            memory_id = concepts.new_id()
-            path = ns.free_path(head, memory_type, title, memory_id)
-            memory = Memory(id=memory_id, type=memory_type, text=text, title=title,
-                            description=concepts.description_from(text), tags=tags,
-                            paths=paths, source=source, author=author, created=at, updated=at,
-                            state=state, related=related, tenured=tenured, path=path)
-            result.update(outcome="added", memory=memory, similar_to=None)
-            data, parsed = concepts.rendered(memory)
-            return Change({path: data}, f"remember: {title}", "remember", (memory_id,), source, author,
-                          parsed={path: parsed})
+            batch = _Batch()
+            outcome = self._gate(ns, head, item, near, batch)
+            memory = outcome.memory
+            assert memory is not None  # remember gives no id, so nothing is skipped
+            result.update(outcome=outcome.outcome, memory=memory, similar_to=outcome.similar_to)
+            files, parsed = batch.files()
+            if outcome.outcome == "reinforced":
+                return Change(files, f"reinforce: {memory.title}", "reinforce", (memory.id,), item.source,
+                              item.author)
+            if outcome.outcome == "merged":
+                return Change(files, f"merge: {memory.title}", "merge", (memory.id,), item.source, item.author,
+                              body=f"A statement {outcome.reason} was merged in:\n\n{item.text}")
+            return Change(files, f"remember: {memory.title}", "remember", (memory.id,), item.source, item.author,
+                          parsed=parsed)
 
         with self.namespaces.using(namespace) as ns:
             commit = ns.commit(plan)
-        if result["outcome"] == "added" and self.on_added is not None:
-            try:
-                self.on_added(namespace)
-            except Exception:  # a trigger must never fail the write that fired it
-                log.exception("after-write hook failed in %s", namespace)
+        if result["outcome"] == "added":
+            self._announce(namespace)
         return WriteResult(result["outcome"], result["memory"], commit, result["similar_to"])
+
+    def remember_many(self, namespace: str, candidates: Iterable[Candidate], *, message: str,
+                      action: str = "import", actor: str | None = None, body: str = "",
+                      trailers: Sequence[tuple[str, str]] = (), repeat: str = "reinforce",
+                      dry_run: bool = False) -> BatchResult:
+        """Store many memories through the write gate in one commit, which reverts them all cleanly.
+
+        Each candidate is judged as :meth:`remember` judges one (pending candidates merge into a
+        memory that says the same, as an agent's do), against main and against the candidates
+        before it. One that fails validation or carries a secret is ``refused`` with the reason
+        and the rest go on. ``repeat="skip"`` reports a candidate whose text is already stored
+        as ``skipped`` instead of reinforcing it, so that running an import twice changes
+        nothing. A candidate with an ``id`` that main already holds is ``skipped``. ``dry_run``
+        reports what would happen and writes nothing.
+        """
+        if repeat not in ("reinforce", "skip"):
+            raise InvalidInput("repeat is either 'reinforce' or 'skip'")
+        given = list(candidates)
+        items: list[Candidate | None] = []
+        refused: dict[int, str] = {}
+        for number, candidate in enumerate(given):
+            try:
+                items.append(self._clean(candidate))
+            except InvalidInput as exc:
+                items.append(None)
+                refused[number] = str(exc)
+        near = self._near(namespace, [item for item in items if item is not None])
+        nears = iter(near)
+        near_by = [next(nears) if item is not None else {} for item in items]
+        labels = [c.label or f"item {n + 1}" for n, c in enumerate(given)]
+        result: dict[str, Any] = {}
+
+        def plan(head: Commit) -> Change | None:
+            batch = _Batch()
+            outcomes: list[Outcome] = []
+            for number, item in enumerate(items):
+                if item is None:
+                    outcomes.append(Outcome(labels[number], "refused", None, refused[number]))
+                    continue
+                decided = self._gate(ns, head, item, near_by[number], batch, repeat=repeat)
+                outcomes.append(Outcome(labels[number], decided.outcome,
+                                        decided.memory.id if decided.memory else None, decided.reason))
+            result["outcomes"] = tuple(outcomes)
+            files, parsed = batch.files()
+            if dry_run or not files:
+                return None
+            lines = [f"{o.outcome}: {o.label}" + (f" ({o.reason})" if o.reason else "") for o in outcomes]
+            text = "\n\n".join(part for part in (body.strip(), "\n".join(lines)) if part)
+            return Change(files, message, action, tuple(batch.touched), None, actor, body=text,
+                          extra_trailers=tuple(trailers), parsed=parsed)
+
+        with self.namespaces.using(namespace) as ns:
+            commit = ns.commit(plan)
+        outcomes: tuple[Outcome, ...] = result["outcomes"]
+        if commit and any(o.outcome == "added" for o in outcomes):
+            self._announce(namespace)
+        return BatchResult(outcomes, commit)
+
+    def _clean(self, item: Candidate) -> Candidate:
+        """The candidate with every field validated (secrets refused); raises InvalidInput."""
+        text = concepts.clean_text(item.text, limit=self.settings.max_text_chars)
+        title = (concepts.clean_title(item.title, limit=self.settings.max_title_chars) if item.title
+                 else self.title_from(text))
+        author = item.author
+        if author:
+            author = concepts.clean_list([author], what="author", limit=200)[0]
+        if item.state not in ("active", "pending"):
+            raise InvalidInput("a new memory is either active or pending")
+        if item.potency is not None and not (isinstance(item.potency, (int, float)) and 0 <= item.potency <= 1):
+            raise InvalidInput(f"potency must be a number from 0 to 1, not {item.potency!r}")
+        return replace(
+            item, text=text, title=title, type=concepts.clean_type(item.type),
+            source=concepts.clean_source(item.source),
+            tags=concepts.clean_list(item.tags, what="tag", limit=80),
+            paths=concepts.clean_list(item.paths, what="path", limit=400),
+            related=concepts.clean_list(item.related, what="related id", limit=40),
+            author=author or None, id=check_id(item.id) if item.id else None,
+        )
+
+    def _near(self, namespace: str, items: Sequence[Candidate]) -> list[dict[str, float]]:
+        """For each candidate the write gate may merge, the memories alike in meaning (vector hash: cosine)."""
+        found: list[dict[str, float]] = [{} for _ in items]
+        merging = [n for n, item in enumerate(items) if _merges(item)]
+        if merging and self.semantics is not None and self.semantics.enabled:
+            with self.namespaces.using(namespace) as ns:
+                ns.synced()
+                for n in merging:
+                    found[n] = dict(self.semantics.search(ns, items[n].text, 5, self.settings.semantic_duplicate))
+        return found
+
+    def _gate(self, ns: Namespace, head: Commit, item: Candidate, near: Mapping[str, float], batch: _Batch,
+              *, repeat: str = "reinforce") -> _Decided:
+        """Decide what one cleaned candidate does to main (and to ``batch``, the files of this commit)."""
+        at = now()
+        if item.id and (item.id in batch.memories or ns.index.get(item.id) is not None):
+            return _Decided("skipped", batch.memories.get(item.id), item.id, f"{item.id} is already there")
+        norm = normalise(item.text)
+        same_id = batch.norms.get(norm) or next((m.id for m in ns.index.by_norm(norm)), None)
+        if same_id is not None:
+            old = batch.memories.get(same_id) or ns.current(head, same_id)
+            if repeat == "skip":
+                return _Decided("skipped", old, old.id, f"already stored as {old.id}")
+            new = old.with_use(at).replace(
+                paths=old.paths + tuple(p for p in item.paths if p not in old.paths),
+                tags=old.tags + tuple(t for t in item.tags if t not in old.tags),
+                state="active" if old.state == "archived" else old.state,
+                archived_reason=None if old.state == "archived" else old.archived_reason,
+                updated=at,
+            )
+            batch.put(old, new)
+            return _Decided("reinforced", new, old.id, f"the same text as {old.id}")
+        if _merges(item):
+            best, how = self._same_as(ns, item.text, item.title or "", item.tags, near)
+            if best is not None:
+                old = batch.memories.get(best.id) or ns.current(head, best.id)
+                if repeat == "skip":
+                    return _Decided("skipped", old, old.id, f"says the same as {old.id}, {how}")
+                new = old.replace(
+                    paths=old.paths + tuple(p for p in item.paths if p not in old.paths),
+                    tags=old.tags + tuple(t for t in item.tags if t not in old.tags),
+                    potency=min(1.0, round(old.potency_at(at) + 0.05, 4)),
+                    last_used=at,
+                    updated=at,
+                )
+                batch.put(old, new)
+                return _Decided("merged", new, old.id, how)
+        memory_id = item.id or concepts.new_id()
+        title = item.title or self.title_from(item.text)
+        path = ns.free_path(head, item.type, title, memory_id)
+        if path in batch.paths:
+            path = concepts.file_path(item.type, f"{concepts.slugify(title)}-{memory_id}")
+        memory = Memory(id=memory_id, type=item.type, text=item.text, title=title,
+                        description=concepts.description_from(item.text), tags=tuple(item.tags),
+                        paths=tuple(item.paths), source=item.source, author=item.author,
+                        created=item.created or at, updated=at, state=item.state, related=tuple(item.related),
+                        tenured=item.tenured, path=path,
+                        potency=concepts.NEW_POTENCY if item.potency is None else float(item.potency),
+                        last_used=item.last_used, access_count=item.access_count or 0)
+        batch.add(memory, norm)
+        return _Decided("added", memory, None, "")
+
+    def _announce(self, namespace: str) -> None:
+        """Tell the after-write hook that memories were added (it may start a consolidation)."""
+        if self.on_added is None:
+            return
+        try:
+            self.on_added(namespace)
+        except Exception:  # a trigger must never fail the write that fired it
+            log.exception("after-write hook failed in %s", namespace)
 
     def _same_as(self, ns: Namespace, text: str, title: str, tags: Sequence[str],
                  near: Mapping[str, float]) -> tuple[Memory | None, str]:

@@ -92,7 +92,8 @@ class Recall:
         """
         if not isinstance(query, str):
             raise InvalidInput("query must be a string")
-        query = concepts.clean_text(query, limit=self.settings.max_text_chars, what="query") if query.strip() else ""
+        most = self.settings.max_text_chars
+        query = concepts.clean_text(query, limit=most, what="query", scan=False) if query.strip() else ""
         files = [path] if isinstance(path, str) else list(path or [])
         files = [f for f in files if f and f.strip()]
         if not 1 <= limit <= 1000:

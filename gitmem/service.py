@@ -26,7 +26,7 @@ from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .graph import Graph, Graphs
 from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
-from .memories import Memories, WriteResult
+from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
 from .recall import Comment, Hit, Recall
 from .repo import (
     ALL_NAMESPACES,
@@ -51,9 +51,10 @@ from .settings import Settings
 
 __all__ = [
     "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey", "BackedUp",
-    "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Graph", "Hit", "KeyStore", "Maintained", "MemoryService",
-    "ObjectCounts", "Plan", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "WriteResult",
-    "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
+    "BatchResult", "Candidate", "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Graph", "Hit", "KeyStore",
+    "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "ReplayGuard", "Restored", "Review", "Reviews",
+    "RunResult", "TaskQueue", "WriteResult", "build_service", "check_id", "check_namespace", "refusal", "role_rank",
+    "summarise",
 ]
 log = logging.getLogger(__name__)
 
@@ -88,6 +89,7 @@ class MemoryService:
         self.log = recall.log
         self.discussion = recall.discussion
         self.remember = memories.remember
+        self.remember_many = memories.remember_many
         self.amend = memories.amend
         self.forget = memories.forget
         self.revert = memories.revert

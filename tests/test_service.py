@@ -7,7 +7,7 @@ import math
 import shutil
 import subprocess
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from gitmem.errors import (
     NamespaceNotFound,
     RevertConflict,
 )
+from gitmem.memories import Candidate
 from gitmem.ranking import path_matches
 from gitmem.repo import Change
 from gitmem.service import MemoryService
@@ -1024,3 +1025,81 @@ def test_a_derived_title_keeps_to_max_title_chars(settings: Settings) -> None:
     amended = svc.amend("default", memory.id, text="Run the slow tests nightly and the fast ones on every push").memory
     assert amended is not None and amended.title == "Run the slow tests…"
     svc.close()
+
+
+# --- many memories in one commit ---------------------------------------------------------------
+
+
+def test_remember_many_writes_one_commit_that_reverts_cleanly(svc: MemoryService, fsck: Fsck) -> None:
+    kept = svc.remember("default", "Reports come from the SaaS MySQL, not local files.").memory
+    assert kept is not None
+    before = svc.head("default")
+    result = svc.remember_many("default", [
+        Candidate("We use pnpm, not npm.", type="convention", tags=["js"], label="m1"),
+        Candidate("PPT body text is 18pt.", type="preference", label="m2"),
+        Candidate("We use pnpm, not npm.", paths=["web/package.json"], label="m3"),
+        Candidate("Reports come from the SaaS MySQL, not local files.", label="m4"),
+        Candidate("", label="m5"),
+    ], message="import: five statements", action="import", actor="ana")
+    assert [(o.label, o.outcome) for o in result.outcomes] == [
+        ("m1", "added"), ("m2", "added"), ("m3", "reinforced"), ("m4", "reinforced"), ("m5", "refused")]
+    assert result.counts() == {"added": 2, "reinforced": 2, "merged": 0, "skipped": 0, "refused": 1}
+    assert "text is empty" in result.outcomes[4].reason
+    assert result.outcomes[2].memory_id == result.outcomes[0].memory_id
+    assert result.outcomes[3].memory_id == kept.id
+    log = svc.log("default", limit=2)
+    assert [c.id for c in log][1] == before and log[0].summary == "import: five statements"
+    pnpm = svc.show("default", result.outcomes[0].memory_id or "")
+    assert pnpm.paths == ("web/package.json",) and pnpm.access_count == 1
+    fsck()
+
+    svc.revert("default", result.commit or "")
+    assert sorted(m.text for m in svc.list("default")) == ["Reports come from the SaaS MySQL, not local files."]
+    assert svc.show("default", kept.id).access_count == kept.access_count
+    fsck()
+
+
+def test_remember_many_pending_candidates_merge_into_what_says_the_same(svc: MemoryService) -> None:
+    old = svc.remember("default", "Use pnpm for installing JavaScript packages in this repository").memory
+    assert old is not None
+    result = svc.remember_many("default", [
+        Candidate("Always use pnpm for installing the JavaScript packages in this repository", source="slack",
+                  state="pending", author="bo"),
+        Candidate("Deploys happen on Tuesdays.", source="slack", state="pending", author="bo"),
+    ], message="ingest: 2 candidates", action="ingest")
+    assert [o.outcome for o in result.outcomes] == ["merged", "added"]
+    assert result.outcomes[0].memory_id == old.id
+    added = svc.show("default", result.outcomes[1].memory_id or "")
+    assert (added.state, added.source, added.author) == ("pending", "slack", "bo")
+
+
+def test_remember_many_keeps_imported_ids_and_figures_and_skips_them_the_second_time(svc: MemoryService) -> None:
+    when = datetime(2025, 3, 1, tzinfo=UTC)
+    items = [Candidate("Body text in slides is 18pt.", id="a1b2c3d4e5", potency=0.42, created=when,
+                       last_used=when, access_count=7, label="slides.md"),
+             Candidate("Unrelated: the office closes at 6pm.", label="office.md")]
+    first = svc.remember_many("default", items, message="import: okf", repeat="skip")
+    assert [o.outcome for o in first.outcomes] == ["added", "added"]
+    memory = svc.show("default", "a1b2c3d4e5")
+    assert (memory.potency, memory.created, memory.access_count) == (0.42, when, 7)
+    head = svc.head("default")
+    again = svc.remember_many("default", items, message="import: okf", repeat="skip")
+    assert [o.outcome for o in again.outcomes] == ["skipped", "skipped"]
+    assert again.commit is None and svc.head("default") == head
+
+
+def test_remember_many_dry_run_reports_and_writes_nothing(svc: MemoryService) -> None:
+    head = svc.head("default")
+    result = svc.remember_many("default", [Candidate("We use pnpm, not npm."),
+                                           Candidate("x", type="no-such-type")], message="import", dry_run=True)
+    assert [o.outcome for o in result.outcomes] == ["added", "refused"]
+    assert "unknown type" in result.outcomes[1].reason
+    assert result.commit is None and svc.head("default") == head and svc.list("default") == []
+
+
+def test_remember_many_gives_two_new_memories_with_one_title_two_files(svc: MemoryService, fsck: Fsck) -> None:
+    result = svc.remember_many("default", [Candidate("Alpha rule one.", title="Same title"),
+                                           Candidate("Beta rule two.", title="Same title")], message="import")
+    paths = {svc.show("default", o.memory_id or "").path for o in result.outcomes}
+    assert len(paths) == 2
+    fsck()
