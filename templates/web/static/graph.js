@@ -26,6 +26,9 @@
   var SPREAD_DEPTH = 3;
   var SPREAD_STEP_MS = 260;
   var TIP_CHARS = 600;
+  var STRONGEST_LABELLED = 12;
+  var SPREAD_AT_LEAST = 40;
+  var SPREAD_SHARE = 0.2;
 
   function el(tag, attrs, text) {
     var node = document.createElement(tag);
@@ -48,6 +51,8 @@
   // --- the graph -------------------------------------------------------------------------------
 
   var graph = new L.Graph({ type: "mixed", multi: false, allowSelfLoops: false });
+  // Sizes are in pixels at the first view: smaller when there are many memories, so they do not overlap.
+  var scale = Math.max(0.38, Math.min(1, Math.sqrt(400 / Math.max(1, data.nodes.length))));
   var memories = new Map();
   var haystacks = new Map();
   data.nodes.forEach(function (n) {
@@ -55,7 +60,7 @@
     haystacks.set(n.id, (n.title + "\n" + n.text + "\n" + n.tags.join(" ") + "\n" + n.id).toLowerCase());
     graph.addNode(n.id, {
       label: n.title,
-      size: 2.5 + 11 * Math.sqrt(Math.max(0, Math.min(1, n.potency))),
+      size: scale * (3 + 11 * Math.sqrt(Math.max(0, Math.min(1, n.potency)))),
       color: typeColor(n.type),
       type: n.state === "archived" ? "dashed" : "circle",
       memoryType: n.type,
@@ -64,7 +69,7 @@
   });
   data.edges.forEach(function (e) {
     var kind = e.kinds[0];
-    var attrs = { kinds: e.kinds, color: KIND_COLORS[kind], size: kind === "similar" ? 0.6 : 1.1,
+    var attrs = { kinds: e.kinds, color: KIND_COLORS[kind], size: (kind === "similar" ? 0.6 : 1.1) * Math.max(0.7, scale),
                   type: kind === "supersedes" ? "arrow" : "line" };
     if (kind === "supersedes") graph.addDirectedEdge(e.source, e.target, attrs);
     else graph.addUndirectedEdge(e.source, e.target, attrs);
@@ -84,6 +89,7 @@
     selected: null,
     lit: null, // Map id -> depth (0: a search hit) while a search is shown
     hits: [],
+    strongest: new Set(), // the hits with a label box
   };
 
   function shown(id) {
@@ -112,7 +118,11 @@
       } else {
         out.zIndex = 3 - Math.min(depth, 2);
         out.color = mix(attrs.color, "#ffffff", Math.min(0.55, depth * 0.2));
-        if (depth === 0) { out.highlighted = true; out.size = attrs.size * 1.35 + 2; out.forceLabel = true; }
+        if (depth === 0) {
+          out.size = attrs.size * 1.35 + 2;
+          // A highlighted node gets a label box with a shadow, costly to draw: only the strongest hits.
+          if (state.strongest.has(id)) { out.highlighted = true; out.forceLabel = true; }
+        }
       }
     }
     if (hoverNeighbours && id !== state.hovered && !hoverNeighbours.has(id)) {
@@ -132,8 +142,12 @@
       return Object.assign({}, attrs, { size: attrs.size + 1, zIndex: 2 });
     }
     if (state.lit) {
-      if (state.lit.has(s) && state.lit.has(t)) {
-        return Object.assign({}, attrs, { color: LIT_EDGE, size: attrs.size + 0.8, zIndex: 1 });
+      var ds = state.lit.get(s), dt = state.lit.get(t);
+      // Lit: the links the light spread along (one step apart) and those between two hits.
+      if (ds !== undefined && dt !== undefined && (Math.abs(ds - dt) === 1 || ds + dt === 0)) {
+        var far = Math.max(ds, dt);
+        return Object.assign({}, attrs, { color: mix(LIT_EDGE, "#ffffff", Math.min(0.6, far * 0.22)),
+                                          size: attrs.size + 0.8, zIndex: 1 });
       }
       return Object.assign({}, attrs, { color: DIM_EDGE });
     }
@@ -187,9 +201,9 @@
       labelSize: 12,
       labelWeight: "500",
       labelColor: { color: "#1f2328" },
-      labelDensity: 0.6,
-      labelGridCellSize: 120,
-      labelRenderedSizeThreshold: 9,
+      labelDensity: 0.12,
+      labelGridCellSize: 110,
+      labelRenderedSizeThreshold: 5,
       minCameraRatio: 0.02,
       maxCameraRatio: 8,
       stagePadding: 40,
@@ -234,13 +248,12 @@
   }
   if (renderer && graph.order > 1) {
     var settings = L.forceAtlas2.inferSettings(graph);
-    settings.adjustSizes = false;
-    settings.gravity = 0.5;
     settings.outboundAttractionDistribution = true;
+    settings.linLogMode = true;
     layout = new L.FA2Layout(graph, { settings: settings, getEdgeWeight: function (_, attrs) {
       return attrs.kinds[0] === "similar" ? 0.5 : 1;
     } });
-    startLayout(Math.min(12000, 2500 + graph.order * 1.5));
+    startLayout(Math.min(15000, 3000 + graph.order * 2));
   } else {
     app.setAttribute("data-layout", "done");
   }
@@ -353,6 +366,7 @@
     });
     hits.sort(function (a, b) { return memories.get(b).potency - memories.get(a).potency; });
     state.hits = hits;
+    state.strongest = new Set(hits.slice(0, STRONGEST_LABELLED));
     state.lit = new Map(hits.map(function (id) { return [id, 0]; }));
     app.setAttribute("data-spread", "0");
     hitList.textContent = "";
@@ -376,12 +390,19 @@
     for (var depth = 1; depth <= SPREAD_DEPTH; depth++) {
       spreadTimers.push(setTimeout(spreadTo.bind(null, depth), depth * SPREAD_STEP_MS));
     }
+    // The light stops spreading once it reached this many memories, so a search still picks
+    // out a part of a dense graph instead of lighting all of it.
+    var visible = 0;
+    graph.forEachNode(function (id) { if (shown(id)) visible++; });
+    var budget = Math.max(SPREAD_AT_LEAST, Math.min(hits.length * 3, Math.ceil(visible * SPREAD_SHARE)));
     function spreadTo(depth) {
       var next = [];
       frontier.forEach(function (id) {
         graph.forEachEdge(id, function (edge, attrs, s, t) {
           var other = s === id ? t : s;
-          if (!state.lit.has(other) && edgeShown(edge)) { state.lit.set(other, depth); next.push(other); }
+          if (state.lit.size < budget && !state.lit.has(other) && edgeShown(edge)) {
+            state.lit.set(other, depth); next.push(other);
+          }
         });
       });
       frontier = next;
