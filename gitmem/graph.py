@@ -95,13 +95,14 @@ class Graph:
     edges: tuple[Edge, ...]
     similar: bool  # whether semantic neighbours were looked for
     dangling: int = 0  # links to memories that no longer exist, left out
+    unembedded: int = 0  # active memories without a sentence vector, when that left neighbours out
     types: tuple[str, ...] = field(default=concepts.TYPES)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``nodes``, ``edges`` and what they were read from."""
         return {"namespace": self.namespace, "head": self.head, "generated": self.generated,
                 "types": list(self.types), "kinds": list(EDGE_KINDS), "similar": self.similar,
-                "dangling": self.dangling, "nodes": [n.to_dict() for n in self.nodes],
+                "dangling": self.dangling, "unembedded": self.unembedded, "nodes": [n.to_dict() for n in self.nodes],
                 "edges": [e.to_dict() for e in self.edges]}
 
     def script_json(self) -> str:
@@ -157,11 +158,13 @@ class Graphs:
         self.settings = settings
         self.semantics = semantics
 
-    def graph(self, namespace: str, *, similar: bool | None = None) -> Graph:
+    def graph(self, namespace: str, *, similar: bool | None = None, embed_at_most: int | None = None) -> Graph:
         """Every memory of ``namespace`` (archived ones too) with its links.
 
-        ``similar``: look for semantic neighbours (default: when the embeddings port is on; the
-        first time, every active memory's text is embedded, which takes a while).
+        ``similar``: look for semantic neighbours (default: when the embeddings port is on). The
+        first time, every active memory's text is embedded, which takes a while; with
+        ``embed_at_most``, neighbours are left out instead when more texts than that lack a
+        vector (``Graph.unembedded`` says how many; ``gitmem vectors`` embeds them).
         """
         at = concepts.now()
         use_similar = self.semantics is not None and self.semantics.enabled if similar is None else similar
@@ -176,12 +179,13 @@ class Graphs:
                 for older in m.supersedes:
                     links.add(m.id, older, "supersedes")
             absorbed = self._merges(ns, links)
-            found_similar = use_similar and self._similar(ns, memories, links)
+            found_similar, unembedded = self._similar(ns, memories, links, embed_at_most) if use_similar else (False, 0)
         nodes = tuple(
             Node(m.id, m.title, m.text, m.type, m.state, round(ranking.effective_potency(m, at, pending), 4),
                  m.tags, concepts.iso(m.updated), absorbed.get(m.id, 0))
             for m in memories)
-        return Graph(namespace, str(head.id), concepts.iso(at), nodes, links.edges(), found_similar, links.dangling)
+        return Graph(namespace, str(head.id), concepts.iso(at), nodes, links.edges(), found_similar, links.dangling,
+                     unembedded)
 
     def page(self, namespace: str, *, similar: bool | None = None) -> str:
         """The graph as one self-contained HTML file: data, libraries, script and style inlined.
@@ -224,19 +228,26 @@ class Graphs:
                     absorbed[alive[0]] += 1
         return absorbed
 
-    def _similar(self, ns: Namespace, memories: list[Memory], links: _Links) -> bool:
-        """``similar`` edges: each active memory's nearest neighbours; False when the port is off."""
-        if self.semantics is None:
-            return False
+    def _similar(self, ns: Namespace, memories: list[Memory], links: _Links,
+                 embed_at_most: int | None) -> tuple[bool, int]:
+        """``similar`` edges: each active memory's nearest neighbours; whether found, and texts left unembedded."""
+        store = None if self.semantics is None else self.semantics.store(ns)
+        if self.semantics is None or store is None:
+            return False, 0
         by_hash: dict[str, list[str]] = defaultdict(list)
         for m in memories:
             if m.state == "active":
                 by_hash[text_hash(m.text)].append(m.id)
+        hashes = sorted(by_hash)
+        if embed_at_most is not None:
+            missing = len(hashes) - len(store.known(hashes))
+            if missing > embed_at_most:
+                return False, missing
         # The same memories and settings as consolidation's plan, so both keep one set of pairs.
-        found = self.semantics.neighbours(ns, sorted(by_hash), self.settings.semantic_threshold,
+        found = self.semantics.neighbours(ns, hashes, self.settings.semantic_threshold,
                                           self.settings.semantic_neighbours)
         if found is None:
-            return False
+            return False, 0
         nearest: dict[str, list[tuple[float, str]]] = defaultdict(list)
         for a, b, cosine in found.pairs:
             nearest[a].append((cosine, b))
@@ -247,7 +258,7 @@ class Graphs:
                 for x in by_hash.get(a, ()):
                     for y in by_hash.get(b, ()):
                         links.add(x, y, "similar", cosine)
-        return True
+        return True, 0
 
 
 def _hash(text: str) -> str:

@@ -120,6 +120,18 @@ def test_semantic_neighbours_are_edges_when_the_embeddings_port_is_on(svc: Memor
     assert not svc.graph("default", similar=False).edges
 
 
+def test_a_graph_may_leave_neighbours_out_rather_than_embed_many_texts(svc: MemoryService) -> None:
+    a = plant(svc, "Run the unit tests before every commit.")
+    b = plant(svc, "Before every commit, run the unit tests.")
+    plant(svc, "The office coffee machine is on the third floor.")
+    graph = svc.graph("default", embed_at_most=2)
+    assert (graph.similar, graph.unembedded, graph.edges) == (False, 3, ())
+    assert svc.vectors("default")["embedded"] == 3
+    graph = svc.graph("default", embed_at_most=2)
+    assert graph.similar and graph.unembedded == 0
+    assert [frozenset((e.source, e.target)) for e in graph.edges] == [frozenset((a.id, b.id))]
+
+
 def test_without_the_embeddings_port_there_are_no_similar_edges(tmp_path: Path) -> None:
     svc = MemoryService(Settings(home=tmp_path / "home", embeddings="none"))
     try:

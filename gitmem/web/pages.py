@@ -274,11 +274,15 @@ GRAPH_CSP = ("default-src 'self'; script-src 'self'; worker-src blob:; style-src
              "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
 
 
+GRAPH_EMBED_AT_MOST = 256
+
+
 @bp.get("/ns/<ns>/graph")
 def graph(ns: str) -> Response:
     """Show a namespace's memory graph: memories as nodes, their links as edges, with filters and search."""
     signed_in(ns)
-    found = service().graph(ns)
+    # A request embeds a few new memories' texts, never a whole namespace's (`gitmem vectors` does).
+    found = service().graph(ns, embed_at_most=GRAPH_EMBED_AT_MOST)
     memory_url = url_for("pages.dashboard", ns=ns) + "memories/"
     response = Response(render_template("graph.html", ns=ns, data=found.script_json(), memory_url=memory_url))
     response.headers["Content-Security-Policy"] = GRAPH_CSP

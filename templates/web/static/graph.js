@@ -29,6 +29,7 @@
   var STRONGEST_LABELLED = 12;
   var SPREAD_AT_LEAST = 40;
   var SPREAD_SHARE = 0.2;
+  var HIDE_EDGES_ON_MOVE_PAST = 4000;
 
   function el(tag, attrs, text) {
     var node = document.createElement(tag);
@@ -207,6 +208,8 @@
       minCameraRatio: 0.02,
       maxCameraRatio: 8,
       stagePadding: 40,
+      // Past a few thousand links, drawing them while the view moves costs more than it shows.
+      hideEdgesOnMove: graph.size > HIDE_EDGES_ON_MOVE_PAST,
     });
   } catch (err) {
     app.classList.add("graph-failed");
@@ -453,7 +456,10 @@
   var kindCounts = counted(data.edges.map(function (e) { return e.kinds[0]; }));
   checkboxes($("graph-kinds"), data.kinds, kindCounts, KIND_COLORS, KIND_LABELS, state.kinds);
   if (!data.edges.length) $("graph-kinds").appendChild(el("p", { class: "muted" }, "No links yet."));
-  if (!data.similar) {
+  if (data.unembedded) {
+    $("graph-kinds").appendChild(el("p", { class: "muted graph-note" },
+      "Similar-meaning links are left out until " + data.unembedded + " memories are embedded (gitmem vectors)."));
+  } else if (!data.similar) {
     $("graph-kinds").appendChild(el("p", { class: "muted graph-note" },
       "Similar-meaning links need the embeddings port (GITMEM_EMBEDDINGS)."));
   }
