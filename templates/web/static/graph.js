@@ -207,7 +207,7 @@
       labelRenderedSizeThreshold: 5,
       minCameraRatio: 0.02,
       maxCameraRatio: 8,
-      stagePadding: 40,
+      stagePadding: graph.order < 100 ? 90 : 40, // room for the labels of a few memories
       // Past a few thousand links, drawing them while the view moves costs more than it shows.
       hideEdgesOnMove: graph.size > HIDE_EDGES_ON_MOVE_PAST,
     });
