@@ -209,3 +209,18 @@ def test_the_exported_file_works_offline_and_asks_for_nothing(
     finally:
         context.close()
 
+
+
+@needs_browser
+def test_an_empty_namespace_says_so(browser: Browser, svc: MemoryService, tmp_path: Path) -> None:
+    path = tmp_path / "graph.html"
+    path.write_text(svc.export("default", "graph"), encoding="utf-8")
+    page = browser.new_page()
+    try:
+        page.goto(path.as_uri())
+        expect(page.locator("#graph-app")).to_have_attribute("data-ready", "1", timeout=20_000)
+        expect(page.locator(".graph-empty")).to_have_text(
+            "No memories in default yet. What gitmem remembers shows up here.")
+        expect(page.locator("#graph-layout")).to_be_hidden()
+    finally:
+        page.close()

@@ -219,12 +219,20 @@
     app.setAttribute("data-ready", "error");
   }
 
+  // Sigma draws its first frame inside its constructor; the browser shows it at the next frame.
+  // Two animation frames later that frame has been painted: that moment is the first paint.
   var firstPaint = null;
   if (renderer) {
-    renderer.once("afterRender", function () {
-      firstPaint = performance.now();
-      performance.mark("graph-first-paint");
-      app.setAttribute("data-ready", "1");
+    if (graph.order === 0) {
+      container.appendChild(el("p", { class: "graph-empty" },
+        "No memories in " + data.namespace + " yet. What gitmem remembers shows up here."));
+    }
+    requestAnimationFrame(function () {
+      requestAnimationFrame(function () {
+        firstPaint = performance.now();
+        performance.mark("graph-first-paint");
+        app.setAttribute("data-ready", "1");
+      });
     });
   }
 
@@ -259,6 +267,7 @@
     startLayout(Math.min(15000, 3000 + graph.order * 2));
   } else {
     app.setAttribute("data-layout", "done");
+    if (layoutButton) layoutButton.hidden = true; // nothing to lay out
   }
   if (layoutButton) {
     layoutButton.addEventListener("click", function () {
