@@ -10,8 +10,9 @@ Measured, per size, in turns over ``--rounds`` rounds so a change in machine loa
 
 * **Graph read**: ``MemoryService.graph`` (the one core operation behind the page and the export),
   the first time (embeds every active memory's text) and again (vectors and pairs cached).
-* **First paint**: from navigation start to sigma's first drawn frame (``performance.now()`` at
-  its first ``afterRender``), for the web page (served by the app over real HTTP, with a reader
+* **First paint**: from navigation start (after a blank page, so unloading the previous graph
+  does not count) to the painted frame sigma's constructor drew (two animation frames after it),
+  for the web page (served by the app over real HTTP, with a reader
   key) and for the exported file opened from disk. The dashboard page's first contentful paint
   is given beside them as a page with no graph.
 * **Frame time while panning and zooming**: the layout is stopped, then the mouse drags the view
@@ -179,6 +180,9 @@ def percentile(values: list[float], pct: float) -> float:
 
 def measure_page(page: Any, url: str, frames: int) -> dict[str, Any]:
     """First paint, frames while the layout runs, then frames while panning and zooming."""
+    # Leave the previous graph first: unloading it would otherwise count in this page's timing.
+    page.goto("about:blank")
+    page.wait_for_timeout(1000)
     page.goto(url)
     page.wait_for_selector("#graph-app[data-ready='1']", timeout=120_000)
     first_paint = page.evaluate("gitmemGraph.firstPaint()")
@@ -208,6 +212,8 @@ def measure_page(page: Any, url: str, frames: int) -> dict[str, Any]:
 
 def fcp(page: Any, url: str) -> float:
     """First contentful paint of a page with no graph, from navigation start."""
+    page.goto("about:blank")
+    page.wait_for_timeout(1000)
     page.goto(url)
     page.wait_for_load_state("load")
     value = page.evaluate("""() => new Promise((resolve) => {
