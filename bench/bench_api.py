@@ -1,6 +1,6 @@
 """Benchmark the web front door against the core it wraps, in one run.
 
-The statements written are the real ones of ``../shared/data/cursorrules.jsonl`` (``--data``),
+The statements written are the real ones of ``tests/data/cursorrules.jsonl`` (``--data``),
 each marked to make it distinct; the run stops at once if the file is missing.
 
 Writes: N distinct memories are remembered
@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,7 +55,7 @@ from gitmem.repo import MAIN, Change, KeyStore, Namespaces  # noqa: E402
 from gitmem.service import MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
+DATA = ROOT / "tests" / "data" / "cursorrules.jsonl"
 
 
 def load_statements(path: Path) -> list[str]:
@@ -76,11 +76,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def gunicorn(home: Path, workers: int, threads: int) -> Iterator[str]:
-    """gunicorn serving ``create_app()`` for ``home``, the way the README documents it."""
+def gunicorn(home: Path, workers: int, threads: int, **settings: str) -> Iterator[str]:
+    """gunicorn serving ``create_app()`` for ``home``, the way the README documents it (``GITMEM_*`` settings)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
     env["GITMEM_HOME"] = str(home)
+    env.update(settings)
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", str(workers), "--threads", str(threads),
          "-b", f"127.0.0.1:{port}", "--log-level", "warning", "gitmem.web:create_app()"],
@@ -101,6 +102,17 @@ def gunicorn(home: Path, workers: int, threads: int) -> Iterator[str]:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
+
+
+def in_threads(work: Callable[[Any], None], shares: list[Any]) -> float:
+    """Run ``work(share)`` for every share at once, a thread each; the seconds until all are done."""
+    pool = [threading.Thread(target=work, args=(share,)) for share in shares]
+    started = time.perf_counter()
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    return time.perf_counter() - started
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -151,13 +163,7 @@ def bench_api(home: Path, texts: list[str], clients: int, workers: int, threads:
                         failures.append(f"{response.status_code} {response.text[:200]}")
 
     with gunicorn(home, workers, threads) as url:
-        pool = [threading.Thread(target=client, args=(batch,)) for batch in batches]
-        started = time.perf_counter()
-        for thread in pool:
-            thread.start()
-        for thread in pool:
-            thread.join()
-        elapsed = time.perf_counter() - started
+        elapsed = in_threads(client, batches)
 
     check = MemoryService(Settings(home=home))
     stored = {m.id for m in check.list("default", limit=len(texts) + 10)}

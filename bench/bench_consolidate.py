@@ -1,6 +1,6 @@
 """Benchmark: finding consolidation clusters, indexed search vs. the all-pairs baseline, in one run.
 
-Data: the 5,064 real statements of ../shared/data/cursorrules.jsonl (``--data``), and 100,000
+Data: the 5,064 real statements of tests/data/cursorrules.jsonl (``--data``), and 100,000
 statements built from them by small random edits (dropping, repeating, swapping or replacing a
 word, appending a word), so every statement has near-duplicates as real memory piles do.
 
@@ -36,7 +36,7 @@ from gitmem.settings import Settings
 from gitmem.similarity import token_set
 
 THRESHOLD = 0.3
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cursorrules.jsonl"
+DEFAULT_DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "cursorrules.jsonl"
 
 
 def load(path: Path) -> list[str]:

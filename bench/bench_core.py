@@ -1,7 +1,7 @@
 """Benchmark gitmem's core against the floor and the naive tool, in one run.
 
 Writes: on repositories pre-populated with 1,000 and 10,000 memories, N new distinct memories
-(real statements from ``shared/data/cursorrules.jsonl``) are written by
+(real statements from ``tests/data/cursorrules.jsonl``) are written by
 
 * ``MemoryService.remember`` (gitmem: write gate, commit with trailers, search index update),
 * a bare pygit2 loop doing the minimal equivalent (blob, nested tree, commit, ref update): the floor,
@@ -50,7 +50,7 @@ from gitmem.service import Hit, MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
 from gitmem.similarity import dice, token_set  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
+DATA = ROOT / "tests" / "data" / "cursorrules.jsonl"
 
 
 def load_statements(path: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """Benchmark the memory graph page in Chromium: 5,000 memories against a 500-memory baseline, in one run.
 
-Two namespaces are built from the real statements of ``../shared/data/cursorrules.jsonl``
+Two namespaces are built from the real statements of ``tests/data/cursorrules.jsonl``
 (``--data``): one of ``--large`` memories (default 5,000) and one of ``--small`` (default 500),
 each spread over the ten types with tags, potencies, archived and pending ones, ``related`` and
 ``supersedes`` links, consolidation commits that name memories merged together, and semantic
@@ -59,7 +59,7 @@ from gitmem.service import MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
 from gitmem.web import create_app  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
+DATA = ROOT / "tests" / "data" / "cursorrules.jsonl"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 TAGS = ("api", "web", "ci", "tests", "deploy", "docs", "security", "db", "cache", "ui", "auth", "perf", "infra",
         "python", "typescript", "react", "go", "rust", "docker", "k8s", "git", "review", "release", "logging",

@@ -1,7 +1,7 @@
 """Benchmark `gitmem maintain`: a repository as real use leaves it, against the same one packed, in one run.
 
 For each ``--size`` N, a namespace of N memories is written one commit each through the
-repository layer (real statements from ``../shared/data/cursorrules.jsonl``, spread over the ten
+repository layer (real statements from ``tests/data/cursorrules.jsonl``, spread over the ten
 type folders), as libgit2 leaves it: every object loose. Then, before and after ``gitmem
 maintain`` (run as the command, the real path), it measures
 
@@ -52,7 +52,7 @@ from gitmem.repo import MAIN, Change, Namespaces, packing  # noqa: E402
 from gitmem.service import MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
+DATA = ROOT / "tests" / "data" / "cursorrules.jsonl"
 
 
 def statements(count: int) -> list[str]:

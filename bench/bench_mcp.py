@@ -1,6 +1,6 @@
 """Benchmark recall through MCP over HTTP against the REST API, in one run, on one server.
 
-A namespace of ``--memories`` statements of ``../shared/data/cursorrules.jsonl`` (``--data``) is
+A namespace of ``--memories`` statements of ``tests/data/cursorrules.jsonl`` (``--data``) is
 written through the core, then one gunicorn started the production way (``gunicorn -k gthread
 'gitmem.web:create_app()'``, which answers both ``/api/v1`` and ``/mcp``) serves ``--queries``
 recalls (half whole statements, half fragments of four to six words, ``limit=10``) to one client
@@ -53,7 +53,7 @@ from gitmem.repo import KeyStore  # noqa: E402
 from gitmem.service import MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
+DATA = ROOT / "tests" / "data" / "cursorrules.jsonl"
 LIMIT = 10
 
 

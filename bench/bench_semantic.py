@@ -46,7 +46,7 @@ from gitmem.settings import Settings  # noqa: E402
 from gitmem.similarity import token_set  # noqa: E402
 from gitmem.vectorspace import Space, neighbour_pairs  # noqa: E402
 
-DATA = ROOT.parent / "shared" / "data" / "cursorrules.jsonl"
+DATA = ROOT / "tests" / "data" / "cursorrules.jsonl"
 LABELLED = ROOT / "tests" / "data" / "semantic_pairs.json"
 
 

@@ -35,6 +35,8 @@ CONSOLIDATE = "gitmem.consolidate"
 CONSOLIDATE_ALL = "gitmem.consolidate_all"
 MAINTAIN = "gitmem.maintain"
 MAINTAIN_ALL = "gitmem.maintain_all"
+DISTIL = "gitmem.distil"
+INGEST_SWEEP = "gitmem.ingest_sweep"
 
 
 def is_embedded(settings: Settings) -> bool:
@@ -65,6 +67,11 @@ def celery_config(settings: Settings) -> dict[str, Any]:
             "maintain-every-namespace": {
                 "task": MAINTAIN_ALL,
                 "schedule": timedelta(hours=settings.maintain_schedule_hours),
+            },
+            # Seal idle conversations and queue buffers whose worker died or whose retry is due.
+            "sweep-conversation-buffers": {
+                "task": INGEST_SWEEP,
+                "schedule": timedelta(seconds=max(5.0, min(60.0, settings.ingest_idle_seconds / 4))),
             },
         },
     }
@@ -133,6 +140,13 @@ class CeleryQueue:
         policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
         result = app_for(self.settings).send_task(CONSOLIDATE, args=[namespace], kwargs={"dry_run": dry_run},
                                                   retry=True, retry_policy=policy)
+        return str(result.id)
+
+    def enqueue_distil(self, namespace: str, buffer_id: str) -> str:
+        """Send the distilling of a sealed conversation buffer to the workers; returns the task id."""
+        policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
+        result = app_for(self.settings).send_task(DISTIL, args=[namespace, buffer_id], retry=True,
+                                                  retry_policy=policy)
         return str(result.id)
 
 

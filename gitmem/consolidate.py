@@ -179,7 +179,8 @@ def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses
             leaving.add(m.id)
         elif never_used and not m.tenured and not m.verified and age >= NEVER_USED_KEEP_DAYS:
             judge_later.append(m)
-    candidates = [r for r in active if r.memory.id not in leaving]
+    # A technology choice keeps every option it ever had: it is never merged, into or with anything.
+    candidates = [r for r in active if r.memory.id not in leaving and r.memory.type != "techchoice"]
     sets = [r.tokens for r in candidates]
     texts = [r.memory.text for r in candidates]
     hashes = [text_hash(t) for t in texts]
@@ -705,14 +706,16 @@ class Consolidation:
         last_enqueued = concepts.parse_time(state.get("last_enqueued"))
         if last_enqueued is not None and at - last_enqueued < TRIGGER_THROTTLE:
             return False
-        ns = self.namespaces.open(namespace)
-        ns.synced()
-        active = ns.index.counts()["state"].get("active", 0)
+        # Under the namespace's lock: the index's connection is shared by the process's threads, and
+        # a sync here would otherwise begin a transaction inside another thread's write.
+        last_run = concepts.parse_time(state.get("last_run"))
+        with self.namespaces.using(namespace) as ns:
+            ns.synced()
+            active = ns.index.counts()["state"].get("active", 0)
+            first = next(iter(reversed(list(ns.store.log()))), None) if last_run is None else None
         if active > self.settings.consolidate_min_active:
             return not self.open_review(namespace)
-        last_run = concepts.parse_time(state.get("last_run"))
         if last_run is None:
-            first = next(iter(reversed(list(ns.store.log()))), None)
             last_run = datetime.fromtimestamp(first.commit_time, UTC) if first is not None else at
         if at - last_run >= timedelta(hours=self.settings.consolidate_interval_hours):
             return not self.open_review(namespace)
@@ -734,6 +737,9 @@ class TaskQueue(Protocol):
 
     def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
         """Queue a consolidation run of ``namespace``; returns the task id."""
+
+    def enqueue_distil(self, namespace: str, buffer_id: str) -> str:
+        """Queue the distilling of a sealed conversation buffer; returns the task id."""
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,10 @@ import httpx
 import numpy as np
 
 from . import embeddings as embeddings_port
-from .concepts import Memory, iso
+from . import extraction
+from .concepts import TYPES, Memory, iso
 from .errors import InvalidInput, Unavailable
+from .extraction import Extracted, Message
 from .llm import (
     LENGTH_SLACK,
     LLM,
@@ -32,6 +34,7 @@ from .llm import (
     PairDecision,
     clean_answer,
     parse_answer,
+    unfence,
 )
 from .settings import Settings
 from .templating import render_template
@@ -92,6 +95,26 @@ class OpenAICompatible:
         :class:`Unavailable` when the endpoint does not answer after the retries.
         """
         prompt = render_template(f"prompts/{template}", schema=json.dumps(SCHEMAS[kind]), **context)
+        return parse_answer(self._chat(prompt), kind)
+
+    def extract(self, messages: Sequence[Message], *, segments: Sequence[int] = ()) -> list[Extracted]:
+        """Ask for the memories in a conversation; an answer off the schema raises BadExtraction."""
+        starts = {0, *segments}
+        data = [{"id": m.id, "role": m.role, "author": m.author, "time": iso(m.time) if m.time else None,
+                 "text": m.text, **({"topic_starts": True} if i in starts and len(starts) > 1 else {})}
+                for i, m in enumerate(messages)]
+        prompt = render_template("prompts/extract.j2", schema=json.dumps(extraction.SCHEMA, ensure_ascii=False),
+                                 types=TYPES, messages=json.dumps(data, ensure_ascii=False, indent=1))
+        try:
+            answer = json.loads(unfence(self._chat(prompt)))
+        except BadAnswer as exc:
+            raise extraction.BadExtraction(str(exc)) from exc
+        except (ValueError, RecursionError) as exc:
+            raise extraction.BadExtraction(f"the answer is not JSON ({type(exc).__name__})") from exc
+        return extraction.parse(answer, messages)
+
+    def _chat(self, prompt: str) -> str:
+        """One chat completion in JSON mode; the reply's text."""
         payload = {
             "model": self.model,
             "temperature": 0,
@@ -109,7 +132,7 @@ class OpenAICompatible:
             raise BadAnswer(f"not a chat-completions response ({exc})") from exc
         if not isinstance(content, str):
             raise BadAnswer("the reply has no text content")
-        return parse_answer(content, kind)
+        return content
 
     def merge(self, members: Sequence[Memory], *, max_chars: int, alike: bool = True) -> MergeDecision:
         """Ask for one merged memory; a bad answer is a veto (the model judges ``alike`` itself)."""

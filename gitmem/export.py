@@ -27,7 +27,8 @@ def export(namespaces: Namespaces, namespace: str, fmt: str, dest: Path | None =
             return json.dumps([m.to_dict() | {"effective_potency": round(potencies[m.id], 4)}
                                for m in memories], ensure_ascii=False, indent=2)
         if fmt == "memory-md":
-            live = [m for m in memories if m.state != "archived" and potencies[m.id] >= concepts.ARCHIVE_BELOW]
+            # The agents' index: what is in force, not what waits for consolidation to promote it.
+            live = [m for m in memories if m.state == "active" and potencies[m.id] >= concepts.ARCHIVE_BELOW]
             live.sort(key=lambda m: -potencies[m.id])
             return render_template("export/MEMORY.md.j2", namespace=namespace, memories=live,
                                    potencies=potencies, types=concepts.TYPES, head=str(head.id))

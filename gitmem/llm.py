@@ -24,9 +24,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from . import details, textdiff
+from . import details, extraction, textdiff
 from .concepts import Memory, clean_text
 from .errors import InvalidInput
+from .extraction import Extracted, Message
 from .similarity import similarity, token_set
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,16 @@ class LLM(Protocol):
 
     def judge(self, memory: Memory, *, question: str, score: float | None = None) -> Judgement:
         """Judge a never-used (``never_used``) or ``pending`` memory."""
+        ...
+
+    def extract(self, messages: Sequence[Message], *, segments: Sequence[int] = ()) -> list[Extracted]:
+        """The memories a conversation's messages hold, each citing the messages it comes from.
+
+        ``segments``: indexes of the messages that start a new topic. Raises
+        :class:`~gitmem.extraction.BadExtraction` for an answer off the schema and
+        :class:`~gitmem.errors.Unavailable` when the model does not answer: the caller keeps the
+        messages and tries again later.
+        """
         ...
 
 
@@ -212,6 +223,10 @@ class Offline:
         """Keep: without a model there is no ground to drop anything in the grey zone."""
         return Judgement("keep", "offline rules: undecided cases are kept")
 
+    def extract(self, messages: Sequence[Message], *, segments: Sequence[int] = ()) -> list[Extracted]:
+        """What the offline rules find (:func:`gitmem.extraction.offline`); never raises."""
+        return extraction.offline(messages)
+
 
 # --- OpenAI-compatible chat completions -----------------------------------------------------------
 
@@ -260,12 +275,16 @@ def _check(value: Any, schema: dict[str, Any], where: str = "answer") -> None:
                 _check(value[key], sub, f"{where}.{key}")
 
 
-def parse_answer(content: str, kind: str) -> dict[str, Any]:
-    """Read the JSON object in a model's reply (a ```json fence is tolerated) and validate it."""
+def unfence(content: str) -> str:
+    """A model's reply without the ```json fence some models put around JSON."""
     text = content.strip()
     fenced = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, re.DOTALL)
-    if fenced:
-        text = fenced.group(1)
+    return fenced.group(1) if fenced else text
+
+
+def parse_answer(content: str, kind: str) -> dict[str, Any]:
+    """Read the JSON object in a model's reply (a ```json fence is tolerated) and validate it."""
+    text = unfence(content)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -35,6 +35,7 @@ MANIFEST = "MANIFEST.json"
 BUNDLES = "repos"
 #: Files of the home that no repository holds, backed up as they are (mode 0600).
 KEYS, SECRET_KEY = "keys.json", "secret_key"
+WATCHED = "ingest/watched.json"
 
 
 @dataclass(frozen=True)
@@ -145,10 +146,18 @@ class Maintenance:
                              "bytes": bundle.stat().st_size}
         files: dict[str, str] = {}
         for source, what in ((KeyStore(self.settings.home).path, "API keys (hashed)"),
-                             (self.settings.secret_key_file, "the page sessions' signing key")):
+                             (self.settings.secret_key_file, "the page sessions' signing key"),
+                             (self.settings.home / WATCHED, "the Slack channels whose messages are ingested")):
             if source.is_file():
-                _write_private(dest / source.name, source.read_bytes())
-                files[source.name] = what
+                name = str(source.relative_to(self.settings.home))
+                _write_private(dest / name, source.read_bytes())
+                files[name] = what
+        for name in names:
+            # Messages acknowledged and not yet distilled live only here: not derived state.
+            if self.namespaces.has_buffers(name):
+                target = f"ingest/{name}.sqlite"
+                self.namespaces.buffers(name).copy_to(dest / target)
+                files[target] = f"{name}'s conversation buffers (messages not yet distilled, ids seen)"
         not_included = {"state/": "derived (search indexes, usage logs, run state, broker): rebuilt on use"}
         if self.settings.secret_key:
             not_included["GITMEM_SECRET_KEY"] = "set in the environment: keep it with your configuration"
@@ -184,7 +193,8 @@ class Maintenance:
                 raise InvalidInput(f"{bundle} does not hold the main the manifest names ({entry.get('main')}); "
                                    "the backup is damaged")
             bundles[name] = (bundle, heads["refs/heads/main"])
-        files = [name for name in (KEYS, SECRET_KEY) if (source / name).is_file()]
+        known = {KEYS, SECRET_KEY, WATCHED} | {f"ingest/{name}.sqlite" for name in bundles}
+        files = sorted(name for name in known if (source / name).is_file())
         targets = {self.settings.home / name for name in files}
         targets |= {self.namespaces.repo_path(name) for name in bundles}
         present = sorted(str(path) for path in targets if path.exists())

@@ -67,6 +67,10 @@ class Candidate:
     last_used: datetime | None = None
     access_count: int | None = None
     label: str = ""
+    # A techchoice's options ({name, pros, cons} or Option), the active one, and why it was chosen.
+    options: Sequence[Any] = ()
+    active: str | None = None
+    choice_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,9 @@ class Memories:
         state: str = "active",
         related: Iterable[str] = (),
         tenured: bool = False,
+        options: Sequence[Any] | None = None,
+        active: str | None = None,
+        reason: str | None = None,
     ) -> WriteResult:
         """Store a memory through the write gate.
 
@@ -199,10 +206,15 @@ class Memories:
         environment) that the memory lacks or contradicts, in the same language. Everything
         else, including a user's own similar statement (it may be a correction), is added as a
         new memory. Text that carries a secret is refused (:class:`~gitmem.errors.SecretFound`).
+
+        A ``techchoice`` needs ``options`` (two or more ``{name, pros, cons}``, each with pros and
+        cons) and the ``active`` one; ``reason`` is kept as the first entry of its ``choices``.
+        A repeat of a techchoice adds the options it lacks; none is ever dropped.
         """
         item = self._clean(Candidate(text, type=type, title=title, tags=tuple(tags), paths=tuple(paths),
                                      source=source, author=author, state=state, related=tuple(related),
-                                     tenured=tenured))
+                                     tenured=tenured, options=tuple(options or ()), active=active,
+                                     choice_reason=reason or ""))
         near = self._near(namespace, [item])[0]
         result: dict[str, Any] = {}
 
@@ -298,13 +310,16 @@ class Memories:
             raise InvalidInput("a new memory is either active or pending")
         if item.potency is not None and not (isinstance(item.potency, (int, float)) and 0 <= item.potency <= 1):
             raise InvalidInput(f"potency must be a number from 0 to 1, not {item.potency!r}")
+        memory_type = concepts.clean_type(item.type)
+        options, active, why = self.techchoice(memory_type, item.options, item.active, item.choice_reason)
         return replace(
-            item, text=text, title=title, type=concepts.clean_type(item.type),
+            item, text=text, title=title, type=memory_type,
             source=concepts.clean_source(item.source),
             tags=concepts.clean_list(item.tags, what="tag", limit=80),
             paths=concepts.clean_list(item.paths, what="path", limit=400),
             related=concepts.clean_list(item.related, what="related id", limit=40),
             author=author or None, id=check_id(item.id) if item.id else None,
+            options=options, active=active, choice_reason=why,
         )
 
     def _near(self, namespace: str, items: Sequence[Candidate]) -> list[dict[str, float]]:
@@ -326,8 +341,10 @@ class Memories:
             return _Decided("skipped", batch.memories.get(item.id), item.id, f"{item.id} is already there")
         norm = normalise(item.text)
         same_id = batch.norms.get(norm) or next((m.id for m in ns.index.by_norm(norm)), None)
-        if same_id is not None:
-            old = batch.memories.get(same_id) or ns.current(head, same_id)
+        same = None if same_id is None else batch.memories.get(same_id) or ns.current(head, same_id)
+        # A techchoice's options are never lost in a memory that cannot hold them.
+        if same is not None and not (item.options and not same.options):
+            old = same
             if repeat == "skip":
                 return _Decided("skipped", old, old.id, f"already stored as {old.id}")
             new = old.with_use(at).replace(
@@ -335,19 +352,21 @@ class Memories:
                 tags=old.tags + tuple(t for t in item.tags if t not in old.tags),
                 state="active" if old.state == "archived" else old.state,
                 archived_reason=None if old.state == "archived" else old.archived_reason,
+                options=concepts.merged_options(old.options, item.options) if old.options else old.options,
                 updated=at,
             )
             batch.put(old, new)
             return _Decided("reinforced", new, old.id, f"the same text as {old.id}")
         if _merges(item):
             best, how = self._same_as(ns, item.text, item.title or "", item.tags, near)
-            if best is not None:
+            if best is not None and not (item.options and not best.options):
                 old = batch.memories.get(best.id) or ns.current(head, best.id)
                 if repeat == "skip":
                     return _Decided("skipped", old, old.id, f"says the same as {old.id}, {how}")
                 new = old.replace(
                     paths=old.paths + tuple(p for p in item.paths if p not in old.paths),
                     tags=old.tags + tuple(t for t in item.tags if t not in old.tags),
+                    options=concepts.merged_options(old.options, item.options) if old.options else old.options,
                     potency=min(1.0, round(old.potency_at(at) + 0.05, 4)),
                     last_used=at,
                     updated=at,
@@ -365,7 +384,10 @@ class Memories:
                         created=item.created or at, updated=at, state=item.state, related=tuple(item.related),
                         tenured=item.tenured, path=path,
                         potency=concepts.NEW_POTENCY if item.potency is None else float(item.potency),
-                        last_used=item.last_used, access_count=item.access_count or 0)
+                        last_used=item.last_used, access_count=item.access_count or 0,
+                        options=tuple(item.options), active=item.active,
+                        choices=(concepts.Choice(item.active, at, item.author, item.choice_reason),)
+                        if item.active else ())
         batch.add(memory, norm)
         return _Decided("added", memory, None, "")
 
@@ -377,6 +399,43 @@ class Memories:
             self.on_added(namespace)
         except Exception:  # a trigger must never fail the write that fired it
             log.exception("after-write hook failed in %s", namespace)
+
+    @staticmethod
+    def techchoice(memory_type: str, options: Sequence[Any] | None, active: str | None,
+                   reason: str | None) -> tuple[tuple[concepts.Option, ...], str | None, str]:
+        """Check a new memory's options: (options, active, reason); options only for a techchoice."""
+        if memory_type != "techchoice":
+            if options or active:
+                raise InvalidInput(f"options and an active option belong to a techchoice, not a {memory_type}; "
+                                   "give --type techchoice")
+            return (), None, ""
+        found, chosen = concepts.clean_options(list(options or ()), active)
+        why = concepts.clean_text(reason, limit=1000, what="reason") if reason and reason.strip() else ""
+        return found, chosen, why
+
+    def choose(self, namespace: str, memory_id: str, option: str, *, reason: str,
+               pros: Iterable[str] = (), cons: Iterable[str] = (), actor: str | None = None) -> WriteResult:
+        """Make ``option`` a techchoice's active one, for ``reason``: one append-only commit.
+
+        A new option (with its pros and cons) is added; every option stays and the choice is
+        appended to the memory's ``choices`` (see :func:`gitmem.concepts.with_choice`).
+        """
+        memory_id = check_id(memory_id)
+        pros, cons = tuple(pros), tuple(cons)
+        result: dict[str, Any] = {}
+
+        def plan(head: Commit) -> Change | None:
+            old = ns.current(head, memory_id)
+            new = concepts.with_choice(old, option, reason=reason, by=actor, at=now(), pros=pros, cons=cons)
+            result["memory"] = new
+            added = "" if concepts.find_option(old.options, new.active or "") else " (a new option)"
+            return Change({old.path: concepts.render(new)}, f"choose: {new.active} for {old.title}", "choose",
+                          (old.id,), None, actor, body=f"Chosen: {new.active}{added}, after {old.active}.\n\n"
+                                                       f"{new.choices[-1].reason}")
+
+        with self.namespaces.using(namespace) as ns:
+            commit = ns.commit(plan)
+        return WriteResult("chosen", result["memory"], commit)
 
     def _same_as(self, ns: Namespace, text: str, title: str, tags: Sequence[str],
                  near: Mapping[str, float]) -> tuple[Memory | None, str]:
@@ -455,6 +514,9 @@ class Memories:
             if new_title is not None and new_title != old.title:
                 changes["title"] = new_title
             if new_type is not None and new_type != old.type:
+                if new_type == "techchoice" and not old.options:
+                    raise InvalidInput(f"memory {old.id} has no options, so it cannot become a techchoice; "
+                                       "remember the choice with its options instead")
                 changes["type"] = new_type
             if new_tags is not None and new_tags != old.tags:
                 changes["tags"] = new_tags

@@ -33,9 +33,12 @@ class Hit:
     path_match: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict, with the score and potency rounded."""
-        return {"memory": self.memory.to_dict(), "score": round(self.score, 6),
-                "potency": round(self.potency, 4), "path_match": self.path_match}
+        """A JSON-ready dict, with the score and potency rounded; a techchoice's adds ``options_table``."""
+        out = {"memory": self.memory.to_dict(), "score": round(self.score, 6),
+               "potency": round(self.potency, 4), "path_match": self.path_match}
+        if self.memory.options:
+            out["options_table"] = concepts.options_table(self.memory)
+        return out
 
 
 @dataclass(frozen=True)
@@ -84,11 +87,13 @@ class Recall:
                                 offset=offset, limit=limit)
 
     def recall(self, namespace: str, query: str = "", *, path: str | Sequence[str] | None = None,
-               limit: int = 10, record: bool = True, include_archived: bool = False) -> builtins.list[Hit]:
+               limit: int = 10, record: bool = True, include_archived: bool = False,
+               include_pending: bool = True) -> builtins.list[Hit]:
         """Memories ranked by relevance x potency x recency, boosted where ``paths`` match ``path``.
 
         Archived memories and those whose potency fell below 0.10 are never returned unless
-        ``include_archived``; every returned memory counts as one use (unless ``record=False``).
+        ``include_archived``; pending ones (waiting for consolidation to promote them) unless
+        ``include_pending`` is False. Every returned memory counts as one use (unless ``record=False``).
         """
         if not isinstance(query, str):
             raise InvalidInput("query must be a string")
@@ -102,15 +107,15 @@ class Recall:
         with self.namespaces.using(namespace) as ns:
             ns.synced()
             if query:
-                hits = self._matching(ns, query, files, limit, at, include_archived)
+                hits = self._matching(ns, query, files, limit, at, include_archived, include_pending)
             else:
-                hits = self._strongest(ns, files, limit, at, include_archived)
+                hits = self._strongest(ns, files, limit, at, include_archived, include_pending)
             if record and hits:
                 ns.usage.record((h.memory.id for h in hits), at)
         return hits
 
     def _strongest(self, ns: Namespace, files: builtins.list[str], limit: int, at: datetime,
-                   include_archived: bool) -> builtins.list[Hit]:
+                   include_archived: bool, include_pending: bool) -> builtins.list[Hit]:
         """With no query: the memories about ``files``, or the strongest of all, by potency and recency."""
         if files:
             candidates = ns.index.all(states=None, with_paths=True)
@@ -120,7 +125,8 @@ class Recall:
         hits: builtins.list[Hit] = []
         relevance = 1.0
         for memory in candidates:
-            if memory.state == "archived" and not include_archived:
+            if (memory.state == "archived" and not include_archived) or (
+                    memory.state == "pending" and not include_pending):
                 continue
             potency = ranking.effective_potency(memory, at, pending)
             if potency < concepts.ARCHIVE_BELOW and not include_archived:
@@ -134,7 +140,7 @@ class Recall:
         return hits[:limit]
 
     def _matching(self, ns: Namespace, query: str, files: builtins.list[str], limit: int, at: datetime,
-                  include_archived: bool) -> builtins.list[Hit]:
+                  include_archived: bool, include_pending: bool) -> builtins.list[Hit]:
         """Matches of a query ranked as :meth:`recall` says, decoding the documents of the hits only.
 
         Two lists are fused by reciprocal rank (:func:`ranking.fused`): the text matches by BM25
@@ -162,7 +168,7 @@ class Recall:
             paths = {r: m.paths for r, m in ns.index.documents(c.rowid for c in pool.values() if c.pathful).items()}
         ranked: builtins.list[tuple[float, Candidate, float, bool]] = []
         for c in pool.values():
-            if c.state == "archived" and not include_archived:
+            if (c.state == "archived" and not include_archived) or (c.state == "pending" and not include_pending):
                 continue
             potency = ranking.potency_from(c.potency, c.since, c.tenured, pending.get(c.id), at)
             if potency < concepts.ARCHIVE_BELOW and not include_archived:
@@ -177,12 +183,17 @@ class Recall:
 
     def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
                 *, record: bool = True, label: str | None = None) -> str:
-        """The Markdown block an agent should load: memories about ``files`` first, then the strongest others."""
+        """The Markdown block an agent should load: memories about ``files`` first, then the strongest others.
+
+        Pending memories (extracted from conversations, not yet promoted) are never in it.
+        """
         files = [f for f in files if f and f.strip()]
-        hits = self.recall(namespace, query, path=files, limit=limit, record=False) if files else []
+        hits = self.recall(namespace, query, path=files, limit=limit, record=False,
+                           include_pending=False) if files else []
         seen = {h.memory.id for h in hits}
         if len(hits) < limit:
-            hits += [h for h in self.recall(namespace, query, limit=limit, record=False) if h.memory.id not in seen]
+            hits += [h for h in self.recall(namespace, query, limit=limit, record=False, include_pending=False)
+                     if h.memory.id not in seen]
         hits = hits[:limit]
         if record and hits:
             with self.namespaces.using(namespace) as ns:

@@ -254,13 +254,25 @@ def _digest(text: str) -> str:
 def _jsonable(value: Any) -> Any:
     if isinstance(value, datetime):
         return concepts.iso(value)
-    return list(value) if isinstance(value, tuple) else value
+    if isinstance(value, tuple):
+        # A techchoice's options and choices are records; everything else a list of strings.
+        return [v.to_dict() if isinstance(v, concepts.Option | concepts.Choice) else v for v in value]
+    return value
+
+
+def _item(value: Any) -> str:
+    """One element of a list field, for people: an option or a choice by its name, with the reason."""
+    if isinstance(value, concepts.Option):
+        return value.name
+    if isinstance(value, concepts.Choice):
+        return f"{value.option}" + (f" ({value.reason})" if value.reason else "")
+    return str(value)
 
 
 def _field_change(name: str, old: Any, new: Any) -> str:
     if isinstance(old, tuple) and isinstance(new, tuple):
-        added = [f"+{v}" for v in new if v not in old]
-        gone = [f"-{v}" for v in old if v not in new]
+        added = [f"+{_item(v)}" for v in new if v not in old]
+        gone = [f"-{_item(v)}" for v in old if v not in new]
         return f"{name} {' '.join(added + gone)}"
     if isinstance(old, float) or isinstance(new, float):
         return f"{name} {old if old is None else round(old, 2)} → {new if new is None else round(new, 2)}"
@@ -475,13 +487,13 @@ class Reviews:
 
     def successor(self, namespace: str, memory_id: str) -> str | None:
         """The memory that replaced ``memory_id`` when a merge took it away, if one exists now."""
-        ns = self.namespaces.open(namespace)
-        ns.synced()
-        for commit in ns.store.log():
-            ids = parse_trailers(commit.message).get("Memory-Id", [])
-            if memory_id in ids:
-                # The newest commit naming it: a merge names the memory it became too.
-                return next((i for i in ids if i != memory_id and ns.index.get(i) is not None), None)
+        with self.namespaces.using(namespace) as ns:  # the index's connection is the threads' to share
+            ns.synced()
+            for commit in ns.store.log():
+                ids = parse_trailers(commit.message).get("Memory-Id", [])
+                if memory_id in ids:
+                    # The newest commit naming it: a merge names the memory it became too.
+                    return next((i for i in ids if i != memory_id and ns.index.get(i) is not None), None)
         return None
 
     def missing(self, namespace: str, memory_id: str, exc: MemoryNotFound) -> MemoryNotFound:

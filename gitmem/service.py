@@ -13,17 +13,20 @@ configured or the caller cannot wait, in this process otherwise (:meth:`MemorySe
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from . import agents, importers
 from . import export as exporting
 from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
 from .embeddings import Embeddings
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .graph import Graph, Graphs
+from .ingest import MAX_MESSAGE_CHARS, Accepted, Distilled, Ingest, Ingested
 from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
@@ -39,6 +42,9 @@ from .repo import (
     Namespaces,
     ObjectCounts,
     ReplayGuard,
+    Watch,
+    WatchList,
+    files_in_play,
     refusal,
     role_rank,
 )
@@ -50,11 +56,12 @@ from .semantic import Semantics
 from .settings import Settings
 
 __all__ = [
-    "ALL_NAMESPACES", "FEEDBACK_ACTIONS", "REVIEW_STATUSES", "ROLES", "AlreadyRunning", "ApiKey", "BackedUp",
-    "BatchResult", "Candidate", "Comment", "CommitInfo", "Dispatched", "FeedbackResult", "Graph", "Hit", "KeyStore",
-    "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "ReplayGuard", "Restored", "Review", "Reviews",
-    "RunResult", "TaskQueue", "WriteResult", "build_service", "check_id", "check_namespace", "refusal", "role_rank",
-    "summarise",
+    "ALL_NAMESPACES", "MAX_MESSAGE_CHARS", "Accepted", "AlreadyRunning", "ApiKey", "BackedUp", "BatchResult",
+    "Candidate", "Comment", "CommitInfo", "Dispatched", "Distilled", "FEEDBACK_ACTIONS", "FeedbackResult", "Graph",
+    "Hit",
+    "Ingested", "KeyStore", "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES",
+    "ROLES", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "Watch", "WriteResult",
+    "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
 ]
 log = logging.getLogger(__name__)
 
@@ -75,9 +82,11 @@ class MemoryService:
         self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm,
                                             self._leases, self._semantics)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
+        self._ingest = Ingest(self._namespaces, memories, settings, self._llm, self._semantics)
         maintenance = Maintenance(self._namespaces, settings)
         self._graphs = Graphs(self._namespaces, settings, self._semantics)
         self._keys: KeyStore | None = None
+        self._watches = WatchList(settings.home)
 
         # The memory operations, as the modules behind them define them.
         self.show = recall.show
@@ -90,7 +99,9 @@ class MemoryService:
         self.discussion = recall.discussion
         self.remember = memories.remember
         self.remember_many = memories.remember_many
+        self._importer = importers.Importer(memories, self._namespaces)
         self.amend = memories.amend
+        self.choose = memories.choose
         self.forget = memories.forget
         self.revert = memories.revert
         self.restore = memories.restore
@@ -101,6 +112,8 @@ class MemoryService:
         self.should_trigger = self._consolidation.should_trigger
         self.consolidation_open = self._consolidation.open_review
         self.maintain = maintenance.maintain
+        self.distil = self._ingest.distil
+        self.ingest_status = self._ingest.stats
         self.backup = maintenance.backup
         self.restore_backup = maintenance.restore
         self.graph = self._graphs.graph
@@ -162,6 +175,28 @@ class MemoryService:
         """Where every web process keeps the signed webhook requests it saw within ``window`` seconds."""
         return replay_guard(self.settings, window)
 
+    # --- imports --------------------------------------------------------------------------------
+
+    def import_memories(self, namespace: str, fmt: str, files: object, *, dry_run: bool = False,
+                        actor: str | None = None, origin: str = "", create: bool = False) -> importers.ImportReport:
+        """Import another store's memories (files: relative path -> text) in one commit; see :mod:`gitmem.importers`."""
+        return self._importer.run(namespace, fmt, importers.check_files(files), dry_run=dry_run, actor=actor,
+                                  origin=origin, create=create)
+
+    def import_source(self, fmt: str, path: Path) -> dict[str, str]:
+        """The files of a source on disk (a folder, or a JSON file), to pass to :meth:`import_memories`."""
+        return importers.read_source(path, fmt)
+
+    # --- agents ---------------------------------------------------------------------------------
+
+    def agent_install(self, target: agents.Target, *, dry_run: bool = False) -> builtins.list[agents.AgentFile]:
+        """Write a coding agent's MCP entry and session-start hook (``dry_run``: only say what)."""
+        return agents.install(target, dry_run=dry_run)
+
+    def files_in_play(self, directory: Path, limit: int = 50) -> builtins.list[str]:
+        """The files being worked on in an agent's project (a git working tree); [] outside one."""
+        return files_in_play(directory, limit)
+
     # --- export and consolidation --------------------------------------------------------------
 
     def export(self, namespace: str, fmt: str, dest: Path | None = None) -> str:
@@ -185,6 +220,78 @@ class MemoryService:
         if self.settings.broker_url or background:
             return Dispatched(task=self.queue.enqueue_consolidation(namespace))
         return Dispatched(result=self.consolidate(namespace, progress=progress))
+
+    # --- conversations ---------------------------------------------------------------------------
+
+    def ingest(self, namespace: str, conversation: str, messages: builtins.list[Any], *, source: str = "api",
+               meta: dict[str, Any] | None = None, flush: bool = False, background: bool = False,
+               context: tuple[str, str] | None = None) -> Ingested:
+        """Buffer a batch of a conversation's messages; a buffer it seals is distilled where it belongs.
+
+        ``flush``: seal the conversation's buffer after this batch, however small; ``context``:
+        the message this conversation answers (see :meth:`gitmem.ingest.Ingest.add`). As with
+        :meth:`dispatch`: queued for the workers when a broker is set or ``background`` (a web
+        request), distilled in this process otherwise. See :mod:`gitmem.ingest`.
+        """
+        accepted = self._ingest.add(namespace, conversation, messages, source=source, meta=meta, context=context)
+        if flush:
+            more = tuple(self._ingest.seal(namespace, conversation=accepted.conversation))
+            accepted = dataclasses.replace(accepted, sealed=accepted.sealed + more, active_tokens=0)
+        return self._distil_all(namespace, accepted, accepted.sealed, background)
+
+    def flush(self, namespace: str, *, conversation: str | None = None, idle: float | None = None,
+              background: bool = False) -> Ingested:
+        """Seal active buffers (one conversation's, the idle ones, or all) and distil every due buffer."""
+        self._ingest.seal(namespace, conversation=conversation, idle=idle)
+        return self._distil_all(namespace, None, self._ingest.due(namespace), background)
+
+    def ingest_sweep(self) -> builtins.list[tuple[str, str]]:
+        """Seal idle conversations in every namespace; the (namespace, buffer) pairs due for distilling."""
+        due: builtins.list[tuple[str, str]] = []
+        for namespace in self.namespaces():
+            if self._namespaces.has_buffers(namespace):
+                self._ingest.seal(namespace, idle=self.settings.ingest_idle_seconds)
+                due.extend((namespace, b) for b in self._ingest.due(namespace))
+        return due
+
+    def _distil_all(self, namespace: str, accepted: Accepted | None, buffers: builtins.list[str] | tuple[str, ...],
+                    background: bool) -> Ingested:
+        if self.settings.broker_url or background:
+            return Ingested(accepted, queued=tuple(self.queue.enqueue_distil(namespace, b) for b in buffers))
+        done: builtins.list[Distilled] = [self._ingest.distil(namespace, b) for b in buffers]
+        return Ingested(accepted, distilled=tuple(done))
+
+    # --- watched channels ------------------------------------------------------------------------
+
+    def watch(self, namespace: str, channel: str, actor: str) -> tuple[Watch, bool]:
+        """Ingest a chat channel's conversations into ``namespace`` from now on.
+
+        The list is shared by every process on the home (``$GITMEM_HOME/ingest/watched.json``).
+        Returns the watch and whether it is new (False: the channel was watched already).
+        """
+        self.require(namespace)
+        watch, added = self._watches.add(namespace, channel, actor, iso(now()))
+        if added:
+            log.info("%s now watches channel %s into %s", actor, channel, namespace)
+        return watch, added
+
+    def unwatch(self, namespace: str, channel: str, actor: str) -> Watch | None:
+        """Stop ingesting a channel into ``namespace``; the watch it was, or None if it was not watched.
+
+        Messages already taken stay in their buffers and are distilled as usual.
+        """
+        gone = self._watches.remove(namespace, channel)
+        if gone is not None:
+            log.info("%s stopped the watch of channel %s into %s", actor, channel, namespace)
+        return gone
+
+    def watching(self, namespace: str | None = None) -> builtins.list[Watch]:
+        """The watched channels, all or one namespace's, oldest first."""
+        return self._watches.list(namespace)
+
+    def watched(self, namespace: str, channel: str) -> Watch | None:
+        """Whether ``channel`` is watched into ``namespace`` (cheap: asked for every chat message)."""
+        return self._watches.get(namespace, channel)
 
     def run_state(self, namespace: str) -> dict[str, Any]:
         """When consolidation last ran and was last queued in ``namespace``."""

@@ -53,6 +53,7 @@ AT_LEAST: dict[str, float] = {
     "maintain_schedule_hours": 1e-6,
     "broker_visibility_timeout": 1, "lock_lease_seconds": 1, "llm_timeout": 0.001, "llm_retries": 0,
     "embed_timeout": 0.001, "embed_retries": 0, "semantic_neighbours": 1,
+    "ingest_flush_tokens": 1, "ingest_idle_seconds": 0, "ingest_claim_seconds": 1, "ingest_retry_seconds": 0,
 }
 
 
@@ -115,6 +116,15 @@ class Settings:
     semantic_neighbours: int = 8
     semantic_duplicate: float = 0.85
     recall_floor: float = 0.25
+
+    # Ingestion: a conversation's active buffer is sealed and distilled at this many tokens, or
+    # after this long without a message; a worker holds a sealed buffer this long while it
+    # distils it, and a buffer whose distilling failed is tried again after this long (doubling,
+    # up to an hour).
+    ingest_flush_tokens: int = 2000
+    ingest_idle_seconds: float = 900.0
+    ingest_claim_seconds: float = 600.0
+    ingest_retry_seconds: float = 60.0
 
     # Web.
     secret_key: str | None = None

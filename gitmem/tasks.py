@@ -1,4 +1,7 @@
-"""The Celery worker's tasks: consolidation runs (after writes and daily) and maintenance (daily).
+"""The Celery worker's tasks: consolidation, maintenance, and distilling ingested conversations.
+
+Consolidation runs after writes and daily, maintenance daily, distilling when a conversation's
+buffer is sealed, with a sweep on the beat for idle conversations and buffers whose worker died.
 
 ``create_worker(settings)`` builds the app a worker runs; the module-level ``app`` (for ``celery
 -A gitmem.tasks worker``) reads :meth:`Settings.from_env` the first time its configuration is
@@ -20,7 +23,16 @@ from typing import Any
 
 from celery import Celery
 
-from .broker import CONSOLIDATE, CONSOLIDATE_ALL, MAINTAIN, MAINTAIN_ALL, celery_config, create_celery
+from .broker import (
+    CONSOLIDATE,
+    CONSOLIDATE_ALL,
+    DISTIL,
+    INGEST_SWEEP,
+    MAINTAIN,
+    MAINTAIN_ALL,
+    celery_config,
+    create_celery,
+)
 from .errors import AlreadyRunning, Conflict, LeaseLost, ReviewStillOpen
 from .service import MemoryService
 from .settings import Settings
@@ -104,11 +116,27 @@ def _maintain_all(task: Any) -> list[str]:
     return namespaces
 
 
+def _distil(task: Any, namespace: str, buffer_id: str) -> dict[str, Any]:
+    """Distil one sealed conversation buffer (a failure puts it back for the sweep to queue again)."""
+    return _service(task.app).distil(namespace, buffer_id).to_dict()
+
+
+def _ingest_sweep(task: Any) -> dict[str, list[str]]:
+    """Seal idle conversations and queue every buffer due for distilling, in every namespace."""
+    queued: dict[str, list[str]] = {}
+    for namespace, buffer_id in _service(task.app).ingest_sweep():
+        task.app.send_task(DISTIL, args=[namespace, buffer_id])
+        queued.setdefault(namespace, []).append(buffer_id)
+    return queued
+
+
 def _register(app: Celery) -> None:
     app.task(name=CONSOLIDATE, bind=True)(_consolidate)
     app.task(name=CONSOLIDATE_ALL, bind=True)(_consolidate_all)
     app.task(name=MAINTAIN, bind=True)(_maintain)
     app.task(name=MAINTAIN_ALL, bind=True)(_maintain_all)
+    app.task(name=DISTIL, bind=True)(_distil)
+    app.task(name=INGEST_SWEEP, bind=True)(_ingest_sweep)
 
 
 def _lazy_app() -> Celery:

@@ -101,3 +101,12 @@ def test_bench_graph_builds_a_namespace_with_every_kind_of_link(data: Path, tmp_
         assert len(graph.nodes) == 300 and kinds == {"related", "supersedes", "merged"}
     finally:
         svc.close()
+
+
+def test_bench_ingest_counts_the_calls_of_both_bufferings(tmp_path: Path) -> None:
+    bench = script("bench_ingest")
+    calls = bench.bench_calls(tmp_path, 1500)
+    assert calls["per_message"]["calls"] == calls["messages"]
+    assert 1 <= calls["double_buffer"]["calls"] < calls["per_message"]["calls"]
+    offline = bench.bench_offline()
+    assert offline["conversations"] >= 10 and 0 < offline["recall"] <= 1

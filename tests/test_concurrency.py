@@ -143,3 +143,36 @@ def test_four_processes_creating_one_namespace_at_once(settings: Settings, fsck:
         "no staging folders left behind"
     assert_linear(settings.repos_dir / "fresh.git", PROCESSES * 5 + 1)
     fsck("fresh")
+
+
+def test_threads_of_two_services_writing_at_once_with_the_trigger_on(settings: Settings,
+                                                                      fsck: Callable[[str], None]) -> None:
+    """As two gunicorn processes of four threads do: the after-write trigger syncing the index beside writers.
+
+    Each service stands for a process (its own index connection); the other's commits leave its
+    index behind, so the trigger's sync writes. It once did so outside the namespace's lock, and
+    began a transaction on the connection another thread of its process was writing through (a
+    500 in the Docker layout: "cannot start a transaction within a transaction").
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gitmem.service import build_service
+
+    services = [build_service(settings.with_(embeddings="none")) for _ in range(2)]
+    services[0].init("default")
+    threads, each = 8, 12
+
+    def write(worker: int) -> list[str]:
+        service = services[worker % 2]
+        return [service.remember("default", f"Thread {worker} noted statement number {i}.").outcome
+                for i in range(each)]
+
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            outcomes = [o for chunk in pool.map(write, range(threads)) for o in chunk]
+        assert outcomes == ["added"] * threads * each
+        assert services[1].status("default")["by_state"].get("active") == threads * each
+    finally:
+        for service in services:
+            service.close()
+    fsck("default")

@@ -22,7 +22,7 @@ from gitmem.similarity import token_set
 from tests.conftest import namespace_of
 from tests.fakes.openai_server import HOLD, FakeOpenAI, Request, answer, running
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cursorrules.jsonl"
+DATA = Path(__file__).resolve().parent / "data" / "cursorrules.jsonl"  # tests/data/README.md
 
 
 def plant(svc: MemoryService, text: str, *, days: float = 0, namespace: str = "default", **fields: Any) -> Memory:
@@ -113,7 +113,6 @@ def test_indexed_search_finds_exactly_the_pairs_and_clusters_of_all_pairs() -> N
     assert clustering.find_clusters(sets, 0.3) == clustering.find_clusters(sets, 0.3, baseline=True)
 
 
-@pytest.mark.skipif(not DATA.exists(), reason=f"{DATA} (the shared data set) is not here")
 def test_real_statements_cluster_like_all_pairs_without_a_giant_component() -> None:
     lines = DATA.read_text(encoding="utf-8").splitlines()
     sets = [token_set(json.loads(line)["text"]) for line in random.Random(3).sample(lines, 700)]

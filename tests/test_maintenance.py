@@ -332,3 +332,26 @@ def test_a_damaged_backup_is_refused_before_anything_is_restored(svc: MemoryServ
     with pytest.raises(NamespaceNotFound):
         target.backup(tmp_path / "b2", ["default"])
     target.close()
+
+
+def test_a_backup_keeps_the_messages_waiting_in_conversation_buffers(svc: MemoryService, settings: Settings,
+                                                                     tmp_path: Path) -> None:
+    svc.ingest("default", "c1", [{"id": "m1", "author": "ana", "text": "No, we use pnpm, not npm."}])
+    svc.watch("default", "C01", "ana")
+    dest = tmp_path / "backup"
+    backed = svc.backup(dest)
+    assert {"ingest/default.sqlite", "ingest/watched.json"} <= set(backed.manifest["files"])
+    assert stat.S_IMODE((dest / "ingest" / "default.sqlite").stat().st_mode) == 0o600
+    svc.close()
+    shutil.rmtree(settings.home)
+    restored = MemoryService(settings)
+    try:
+        done = restored.restore_backup(dest)
+        assert "ingest/default.sqlite" in done.files
+        assert restored.ingest_status("default")["active_messages"] == 1
+        assert [w.channel for w in restored.watching()] == ["C01"]
+        again = restored.ingest("default", "c1", [{"id": "m1", "text": "No, we use pnpm, not npm."}], flush=True)
+        assert again.accepted is not None and again.accepted.repeated == 1  # the ids seen came back too
+        assert [m.text for m in restored.list("default")] == ["We use pnpm, not npm."]
+    finally:
+        restored.close()

@@ -113,6 +113,10 @@ VARIABLES: dict[str, tuple[str, str, Any]] = {
     "redis_url": ("GITMEM_REDIS_URL", "redis://127.0.0.1:6379/5", "redis://127.0.0.1:6379/5"),
     "lock_lease_seconds": ("GITMEM_LOCK_LEASE_SECONDS", "30", 30.0),
     "maintain_schedule_hours": ("GITMEM_MAINTAIN_SCHEDULE_HOURS", "12", 12.0),
+    "ingest_flush_tokens": ("GITMEM_INGEST_FLUSH_TOKENS", "500", 500),
+    "ingest_idle_seconds": ("GITMEM_INGEST_IDLE_SECONDS", "60", 60.0),
+    "ingest_claim_seconds": ("GITMEM_INGEST_CLAIM_SECONDS", "120", 120.0),
+    "ingest_retry_seconds": ("GITMEM_INGEST_RETRY_SECONDS", "5", 5.0),
 }
 
 

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
-from gitmem.concepts import TYPES, Memory, now, title_from
+from gitmem.concepts import TYPES, Memory, iso, now, title_from
 from gitmem.templating import render_template
 
 from .text import SECTION_LIMIT, clip, escape, person
@@ -104,6 +104,8 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
     if memory.title != title_from(memory.text):
         head += f"  *{escape(memory.title)}*"  # a title of its own, not just the first line
     section = f"{head}\n{escape(memory.text)}"
+    if memory.options:
+        section += "\n" + options_mrkdwn(memory)
     facts = [f"potency {memory.potency_at(at):.2f}", f"by {person(memory.author)}"]
     if memory.state != "active":
         facts.append(memory.state)
@@ -128,6 +130,23 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
     return blocks
 
 
+def options_mrkdwn(memory: Memory) -> str:
+    """A techchoice's options for a card: one line each with pros and cons, the active one marked."""
+    active = (memory.active or "").casefold()
+    lines = ["*Options*"]
+    for option in memory.options:
+        mark = " _(active)_" if option.name.casefold() == active else ""
+        pros = "; ".join(escape(p) for p in option.pros) or "-"
+        cons = "; ".join(escape(c) for c in option.cons) or "-"
+        lines.append(f"• *{escape(option.name)}*{mark}: :heavy_plus_sign: {pros}  :heavy_minus_sign: {cons}")
+    if memory.choices:
+        last = memory.choices[-1]
+        by = f" by {person(last.by)}" if last.by else ""
+        why = f": {escape(last.reason)}" if last.reason else ""
+        lines.append(f"Chosen {escape(last.option)} on {iso(last.at)[:10]}{by}{why}")
+    return "\n".join(lines)
+
+
 def missing_card(memory_id: str, notice: str | None = None) -> list[Block]:
     """What a card message shows in place of a memory deleted since the message was drawn."""
     blocks = [context(f"Memory `{escape(memory_id)}` no longer exists.")]
@@ -139,6 +158,96 @@ def missing_card(memory_id: str, notice: str | None = None) -> list[Block]:
 def heading_block(cards: Cards) -> Block:
     """The first block of a card message: its heading and the namespace."""
     return text_section(f"{escape(cards.heading)}  ·  namespace `{escape(cards.namespace)}`")
+
+
+# --- watched channels --------------------------------------------------------------------------
+
+WATCH_NOTICE_BLOCK = "gitmem_watch_notice"
+# Block Kit's 50 blocks, less the heading, the footer and "...and N more".
+MAX_WATCH_SECTIONS = 45
+
+
+def channel_link(channel: str) -> str:
+    """A channel as mrkdwn: Slack shows ``<#C123>`` as the channel's name."""
+    return f"<#{escape(channel)}>"
+
+
+def watch_notice_blocks(namespace: str, user: str) -> list[Block]:
+    """The notice the bot posts in a channel it now reads: who turned it on, what is read, how to stop."""
+    return [
+        text_section(f":eyes: *gitmem now reads this channel.* <@{escape(user)}> turned it on with `/mem watch`."),
+        text_section(
+            f"From now on, messages here and in threads go into the namespace `{escape(namespace)}`, where they "
+            "are distilled into *pending* memories, each with its speaker as author. A reviewer promotes or "
+            "discards them; agents do not see them until then. Bot messages, edits and deletions are not read, "
+            "and a message that starts with `remember:` is remembered as before."),
+        context("Anyone in this channel can stop it: `/mem unwatch` · `/mem watching` lists the watched channels",
+                block_id=WATCH_NOTICE_BLOCK),
+    ]
+
+
+def unwatch_notice_blocks(namespace: str, user: str) -> list[Block]:
+    """The notice the bot posts in a channel it stops reading."""
+    return [
+        text_section(f":no_entry_sign: *gitmem stopped reading this channel.* <@{escape(user)}> turned it off "
+                     "with `/mem unwatch`."),
+        context(f"Messages taken before are still distilled into `{escape(namespace)}`. `/mem watch` turns it "
+                "on again.", block_id=WATCH_NOTICE_BLOCK),
+    ]
+
+
+def watch_reply_blocks(namespace: str, channel: str, *, by: str | None, since: str, added: bool,
+                       hint: str | None = None) -> list[Block]:
+    """The answer to ``/mem watch`` for the person who typed it."""
+    if added:
+        head = (f":white_check_mark: Watching {channel_link(channel)} into `{escape(namespace)}`. I posted a notice "
+                "in the channel so everyone knows.")
+    else:
+        head = (f"{channel_link(channel)} is already watched into `{escape(namespace)}`, since {escape(since[:10])} "
+                f"by {person(by)}.")
+    blocks = [text_section(head)]
+    if hint:
+        blocks.append(text_section(f":warning: {hint}"))
+    blocks.append(context("Messages are buffered per channel and thread, then distilled into pending memories. "
+                          "`/mem unwatch` stops it."))
+    return blocks
+
+
+def watching_blocks(watches: Sequence[Mapping[str, Any]], channel: str | None, namespace: str,
+                    mapped: Mapping[str, str]) -> list[Block]:
+    """What ``/mem watching`` shows: every watched channel, and whether this one is.
+
+    ``mapped``: the namespace each listed channel ingests into now; a watch recorded under
+    another namespace (the channel was moved) is marked as not read.
+    """
+    here = any(w["channel"] == channel and w["namespace"] == namespace for w in watches)
+    if not watches:
+        return [text_section("No channel is watched. Type `/mem watch` in a channel to have gitmem read it."),
+                context("A watched channel's messages are distilled into pending memories.")]
+    lines = []
+    for w in watches:
+        line = (f"• {channel_link(str(w['channel']))} → `{escape(str(w['namespace']))}` · since "
+                f"{escape(str(w['since'])[:10])} by {person(str(w['by']))}")
+        now_in = mapped.get(str(w["channel"]))
+        if now_in is not None and now_in != w["namespace"]:
+            line += f" · :warning: now maps to `{escape(now_in)}`: not read until `/mem watch` there again"
+        lines.append(line)
+    sections: list[list[str]] = [[]]
+    for line in lines:
+        line = clip(line, SECTION_LIMIT)
+        if sections[-1] and len("\n".join([*sections[-1], line])) > SECTION_LIMIT:
+            sections.append([])
+        sections[-1].append(line)
+    kept = sections[:MAX_WATCH_SECTIONS]
+    blocks: list[Block] = [text_section(f"*Watched channels* ({len(watches)})")]
+    blocks += [text_section("\n".join(section)) for section in kept]
+    shown = sum(len(section) for section in kept)
+    if shown < len(lines):
+        blocks.append(context(f"…and {len(lines) - shown} more."))
+    where = channel_link(channel) if channel else "This channel"
+    blocks.append(context(f"{where} is watched: `/mem unwatch` stops it." if here
+                          else f"{where} is not watched: `/mem watch` starts it."))
+    return blocks
 
 
 # --- reviews -----------------------------------------------------------------------------------

@@ -16,13 +16,15 @@ from gitmem.settings import Settings
               help="Serve POST /slack/events on this port instead of using Socket Mode.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on with --http.")
 def slack_command(http_port: int | None, host: str) -> None:
-    """Run the Slack bot: /mem, "remember:" messages, the "Remember this" shortcut and review buttons.
+    """Run the Slack bot: /mem, "remember:" messages, watched channels, "Remember this" and review buttons.
 
     By default it connects over Socket Mode, for teams that cannot expose a URL: set
     SLACK_BOT_TOKEN and SLACK_APP_TOKEN (an xapp- token with connections:write). With --http it
     serves POST /slack/events itself and needs SLACK_SIGNING_SECRET instead; `gitmem serve`
     mounts the same endpoint in the web app when the token and signing secret are set.
     Channels map to namespaces with GITMEM_SLACK_CHANNEL_NAMESPACES="C123=team,C456=ops".
+    Channels watched with `/mem watch` are buffered here and distilled by the workers: run
+    `gitmem worker --beat` beside it unless `gitmem serve` runs one.
     """
     from .app import create_flask_app, socket_mode_handler
 

@@ -1,4 +1,4 @@
-"""The ``/mem`` slash command: remember, recall, amend, forget, status, consolidate, review, help.
+"""The ``/mem`` slash command: remember, recall, amend, forget, status, consolidate, review, watch, help.
 
 The ack listener only parses (bad input is answered there, ephemeral, with what to type); the
 work runs in a lazy listener after Slack has its acknowledgement, and answers through the
@@ -19,6 +19,7 @@ from .blocks import Cards, error_text, help_blocks, plan_blocks, review_list_blo
 from .bot import Bot, Target
 from .feedback import notice_for, open_text_modal
 from .text import Command, Usage, actor, clip, escape, namespace_for, parse_command, role_of
+from .watching import unwatch, watch, watching
 
 log = logging.getLogger(__name__)
 RECALL_LIMIT = 5
@@ -110,3 +111,9 @@ def run(bot: Bot, cmd: Command, command: dict[str, Any], respond: Respond, clien
         reviews = [r.to_dict() for r in service.reviews.list(ns, status="open")]
         respond(response_type="ephemeral", text=f"{len(reviews)} open reviews in {escape(ns)}",
                 blocks=review_list_blocks(ns, reviews, service.settings.public_url))
+    elif cmd.name == "watch":
+        watch(bot, command, respond, client)
+    elif cmd.name == "unwatch":
+        unwatch(bot, command, respond, client)
+    elif cmd.name == "watching":
+        watching(bot, command, respond)

@@ -1,4 +1,9 @@
-"""Remembering from conversation: spoken "remember:" / "记住：" messages and the "Remember this" shortcut."""
+"""Remembering from conversation: spoken "remember:" / "记住：" messages and the "Remember this" shortcut.
+
+Every message event comes here (Bolt runs one listener per event); a message that is not a
+spoken command is handed to :mod:`.watching`, which buffers it when its channel is watched. A
+spoken command is remembered at once and not buffered too: its memory is already written.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from slack_sdk.webhook import WebhookClient
 
 from gitmem.errors import GitmemError
 
+from . import watching
 from .blocks import Cards, error_text
 from .bot import Bot
 from .commands import OUTCOMES
@@ -29,23 +35,25 @@ def register(app: App, bot: Bot) -> None:
     def just_ack(ack: Ack) -> None:
         ack()
 
-    def on_message(event: dict[str, Any], client: WebClient, request: BoltRequest) -> None:
+    def on_message(event: dict[str, Any], client: WebClient, request: BoltRequest, body: dict[str, Any]) -> None:
         if request.headers.get("x-slack-retry-reason", [""])[0] == "http_timeout":
             return  # acknowledged at once, so this one is being handled already
         if event.get("subtype") not in TALK_SUBTYPES or event.get("bot_id") or not event.get("user"):
             return
         text = spoken(unescape(event.get("text") or ""))
         if text is None:
+            # Bolt runs one listener per event: talk in a watched channel is buffered from here.
+            watching.take(bot, event, body.get("team_id"))
             return
         channel, user = event["channel"], event["user"]
-        memory_type, body = split_type(text)
-        if not body:
+        memory_type, said = split_type(text)
+        if not said:
             bot.tell(client, channel, user, "Nothing to remember after `remember:`. Type "
                      "`remember: what to keep`, or `记住：要记住的内容`.")
             return
         try:
             ns = bot.namespace(channel)
-            result = bot.service.remember(ns, body, type=memory_type or "fact", source="user",
+            result = bot.service.remember(ns, said, type=memory_type or "fact", source="user",
                                           author=actor(user))
         except GitmemError as exc:
             bot.tell(client, channel, user, error_text(str(exc)))

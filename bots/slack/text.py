@@ -105,7 +105,10 @@ class Usage(ValueError):
 
 
 ALIASES = {"add": "remember", "search": "recall", "find": "recall", "reviews": "review", "?": "help"}
-NAMES = ("remember", "recall", "amend", "forget", "status", "consolidate", "review", "help")
+NAMES = ("remember", "recall", "amend", "forget", "status", "consolidate", "review", "watch", "unwatch", "watching",
+         "help")
+# Subcommands that take no argument.
+BARE = ("status", "consolidate", "review", "watch", "unwatch", "watching", "help")
 
 
 def parse_command(raw: str) -> Command:
@@ -141,6 +144,6 @@ def parse_command(raw: str) -> Command:
             raise Usage(f"`{escape(clip(memory_id, 40))}` is not a memory id. Ids are 10 characters "
                         f"like `3f9a0c12be`; find one with `/mem recall`, then `/mem {name} ID`.")
         return Command(name, text=body.strip(), memory_id=memory_id.lower())
-    if rest and name in ("status", "consolidate", "review", "help"):
+    if rest and name in BARE:
         raise Usage(f"`/mem {name}` takes nothing after it. Type `/mem {name}`.")
     return Command(name)

@@ -11,7 +11,9 @@ import logging
 from importlib.metadata import entry_points
 
 from . import (
+    agent,  # noqa: F401  (agent install, agent hook)
     consolidate,  # noqa: F401  (consolidate, review, worker)
+    ingest,  # noqa: F401  (ingest, conversations)
     maintenance,  # noqa: F401  (maintain, backup, restore-backup)
     mcp,  # noqa: F401  (mcp)
     memory,  # noqa: F401  (registers the core commands)

@@ -54,10 +54,18 @@ def init(namespace: str | None, as_json: bool) -> None:
 @click.option("--source", default="user", show_default=True, help=_SOURCE_HELP)
 @click.option("--author", help="Who said it (default: the local user); the commit names them too.")
 @click.option("--pending", is_flag=True, help="Store as pending until consolidation promotes it.")
+@click.option("--option", "options", multiple=True, metavar="NAME",
+              help="techchoice: an option (repeat; two or more, each with --pro and --con).")
+@click.option("--pro", "pros", multiple=True, metavar="NAME=TEXT", help="techchoice: a pro of option NAME (repeat).")
+@click.option("--con", "cons", multiple=True, metavar="NAME=TEXT", help="techchoice: a con of option NAME (repeat).")
+@click.option("--active", metavar="NAME", help="techchoice: the option chosen now.")
+@click.option("--reason", help="techchoice: why the active option is chosen (kept in its record).")
 @namespace_option
 @json_option
 def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[str, ...], title: str | None,
-             source: str, author: str | None, pending: bool, namespace: str | None, as_json: bool) -> None:
+             source: str, author: str | None, pending: bool, options: tuple[str, ...], pros: tuple[str, ...],
+             cons: tuple[str, ...], active: str | None, reason: str | None, namespace: str | None,
+             as_json: bool) -> None:
     """Remember TEXT ('-' reads it from standard input) through the write gate.
 
     Identical text reinforces the existing memory; very similar text from an agent is merged into
@@ -67,6 +75,12 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
 
     \b
     Example: gitmem remember "We use pnpm, not npm" --type convention --path package.json
+
+    \b
+    A technology choice lists its options, each with pros and cons, and the active one:
+    gitmem remember "Package manager for the web app" --type techchoice \\
+        --option pnpm --pro "pnpm=fast installs" --con "pnpm=fewer users" \\
+        --option npm --pro "npm=ships with node" --con "npm=slow" --active pnpm
     """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
     name = ns_name(namespace)
     # A note with YAML frontmatter (a file from `gitmem show` or a notes app) brings its title,
@@ -77,9 +91,13 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     title = title or note.get("title")
     tags = tags or note.get("tags", ())
     paths = paths or note.get("paths", ())
+    choices = _options(options, pros, cons) if options or pros or cons else note.get("options")
+    active = active or note.get("active")
+
     def write() -> WriteResult:
         return service().remember(name, body, type=memory_type, title=title, tags=tags, paths=paths,
-                                  source=source, author=actor_of(author), state="pending" if pending else "active")
+                                  source=source, author=actor_of(author), state="pending" if pending else "active",
+                                  options=choices, active=active, reason=reason)
 
     try:
         result = write()
@@ -93,6 +111,50 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     def human() -> None:
         note = f" (into {result.similar_to})" if result.outcome == "merged" else ""
         click.echo(f"{result.outcome}{note}: {memory.id} {memory.path}")
+
+    emit(result.to_dict(), as_json, human)
+
+
+def _options(names: tuple[str, ...], pros: tuple[str, ...], cons: tuple[str, ...]) -> list[dict[str, object]]:
+    """Options from ``--option NAME`` and ``--pro/--con NAME=TEXT`` (checked by the service)."""
+    options: dict[str, dict[str, list[str]]] = {n: {"pros": [], "cons": []} for n in names}
+    for flag, given, key in (("--pro", pros, "pros"), ("--con", cons, "cons")):
+        for item in given:
+            option, sep, text = item.partition("=")
+            if not sep or option.strip() not in options:
+                raise InvalidInput(f"{flag} {item!r}: write {flag} NAME=TEXT with NAME one of the --option names "
+                                   f"({', '.join(names) or 'none given'})")
+            options[option.strip()][key].append(text)
+    return [{"name": n, **v} for n, v in options.items()]
+
+
+@main.command()
+@click.argument("memory_id")
+@click.argument("option")
+@click.option("--reason", required=True, help="Why this option is chosen now (kept in the record).")
+@click.option("--pro", "pros", multiple=True, help="A pro of the option (repeat; a new option needs one).")
+@click.option("--con", "cons", multiple=True, help="A con of the option (repeat; a new option needs one).")
+@click.option("--actor", help="Who chooses (default: the local user).")
+@namespace_option
+@json_option
+def choose(memory_id: str, option: str, reason: str, pros: tuple[str, ...], cons: tuple[str, ...],
+           actor: str | None, namespace: str | None, as_json: bool) -> None:
+    """Make OPTION the active one of technology choice MEMORY_ID, for a reason.
+
+    An append-only change: a new OPTION is added with its pros and cons, every option stays,
+    and the choice joins the memory's record of choices (one commit; `gitmem revert` undoes it).
+
+    \b
+    Example: gitmem choose 3f2a9c1b7e npm --reason "the CI image only has npm"
+    """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
+    result = service().choose(ns_name(namespace), memory_id, option, reason=reason, pros=pros, cons=cons,
+                              actor=actor_of(actor))
+    memory = result.memory
+    assert memory is not None
+
+    def human() -> None:
+        click.echo(f"chosen: {memory.active} for {memory.id} ({memory.title}) in {(result.commit or '')[:10]}")
+        click.echo(concepts.options_table(memory))
 
     emit(result.to_dict(), as_json, human)
 
@@ -116,6 +178,9 @@ def recall(query: str, paths: tuple[str, ...], limit: int, archived: bool, no_re
             click.echo("no memories found")
         for hit in hits:
             click.echo(_line(hit.memory, hit.potency) + ("  ← path" if hit.path_match else ""))
+            if hit.memory.options:
+                for row in concepts.options_table(hit.memory).splitlines():
+                    click.echo(f"    {row}".rstrip())
 
     emit([h.to_dict() for h in hits], as_json, human)
 
@@ -311,3 +376,43 @@ def feedback(memory_id: str, action: str, text: str | None, actor: str | None, n
             click.echo(f"{action}: {memory_id}" + (f" in {result.commit[:10]}" if result.commit else " (no change)"))
 
     emit(result.to_dict(), as_json, human)
+
+
+@main.command("import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(["okf", "pi-memory-spaced", "basic-memory", "mem0"]))
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Report what the import would do; write nothing.")
+@click.option("--actor", help="Who imports (default: the local user); the commit names them.")
+@namespace_option
+@json_option
+def import_command(fmt: str, path: Path, dry_run: bool, actor: str | None, namespace: str | None,
+                   as_json: bool) -> None:
+    """Import another memory store at PATH, in one commit that `gitmem revert` undoes whole.
+
+    FORMAT is okf (a pi-okf-memory folder: type folders, .meta/weights.json), pi-memory-spaced
+    (its memory-store.json), basic-memory (a project folder of notes with [[wiki links]]) or
+    mem0 (a JSON export of memories). Every item goes through the write gate: text already
+    stored is skipped (so running it twice changes nothing), near-duplicates merge, a bad item
+    is refused with the reason and the rest go on. Creates the namespace if needed.
+
+    \b
+    Example: gitmem import okf ~/.pi/agent/okf-memory --dry-run
+    """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
+    name = ns_name(namespace)
+    files = service().import_source(fmt, path)
+    report = service().import_memories(name, fmt, files, dry_run=dry_run, actor=actor_of(actor),
+                                       origin=path.resolve().name, create=True)
+
+    def human() -> None:
+        counts = report.counts()
+        done = "would import" if dry_run else "imported"
+        click.echo(f"{done} {len(report.items)} {fmt} items into {name}: "
+                   + ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
+                   + (f" (commit {report.commit[:10]}; `gitmem revert {report.commit[:10]}` undoes it)"
+                      if report.commit else ""))
+        for item in report.items:
+            if item.outcome != "added" or item.note:
+                why = "; ".join(part for part in (item.reason, item.note) if part)
+                click.echo(f"  {item.outcome:<10} {item.label}" + (f": {why}" if why else ""))
+
+    emit(report.to_dict(), as_json, human)

@@ -11,6 +11,9 @@
     keys.py       API keys, stored hashed in keys.json
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
+    workspace.py  the files in play in an agent's project (a git working tree), for its hooks
+    buffers.py    conversations' messages waiting to be distilled (SQLite in the shared home)
+    watches.py    the chat channels whose conversations are ingested (watched.json in the shared home)
 
 Everything above this layer works with the names exported here and never imports pygit2.
 """
@@ -18,6 +21,7 @@ Everything above this layer works with the names exported here and never imports
 from __future__ import annotations
 
 from . import packing
+from .buffers import Appended, Buffered, Buffers, Sealed
 from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, text_hash
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
@@ -26,11 +30,15 @@ from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers
 from .vectors import VectorStore
+from .watches import Watch, WatchList, check_channel
+from .workspace import files_in_play
 
 __all__ = [
-    "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Candidate",
+    "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Appended",
+    "Buffered", "Buffers", "Candidate", "Sealed",
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
-    "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "check_namespace", "is_memory_path",
+    "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "Watch", "WatchList", "check_channel",
+    "check_namespace", "files_in_play", "is_memory_path",
     "match_tokens", "packing", "parse_trailers", "refusal", "role_rank", "text_hash",
 ]

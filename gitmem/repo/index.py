@@ -22,7 +22,7 @@ from typing import Any
 
 import pygit2
 
-from ..concepts import TYPES, Memory, parse, parse_time
+from ..concepts import TYPES, Memory, choices_from, options_from, parse, parse_time
 from ..errors import MalformedConcept
 from ..similarity import normalise, tokens
 from .store import Store, refused_part
@@ -56,7 +56,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS vocab(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
-_SCHEMA_VERSION = "4"
+_SCHEMA_VERSION = "5"
 # A search scores every document that holds any of its tokens. Past this many postings it leaves
 # out the commonest tokens (recall still counts them in its coverage of the query): at 100,000
 # memories "use" alone is in a quarter of them, and scoring those took most of a query's time.
@@ -115,6 +115,18 @@ def _connect(path: Path, *, durable: bool = True) -> sqlite3.Connection:
     return db
 
 
+@contextmanager
+def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A write transaction (``BEGIN IMMEDIATE``) for the block, rolled back if it raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
 def memory_to_doc(memory: Memory) -> str:
     """The JSON document the index keeps for a memory (read back by :func:`doc_to_memory`)."""
     return json.dumps(memory.to_dict(), ensure_ascii=False)
@@ -130,6 +142,8 @@ def doc_to_memory(doc: str) -> Memory:
         data[key] = parse_time(data[key])
     for key in ("tags", "paths", "verified", "related", "supersedes"):
         data[key] = tuple(data[key])
+    data["options"] = options_from(data.get("options"))
+    data["choices"] = choices_from(data.get("choices"))
     return Memory(**data)
 
 
@@ -175,13 +189,8 @@ class SearchIndex:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+        with immediate(self.db) as db:
+            yield db
 
     @contextmanager
     def at(self, store: Store, head: pygit2.Commit) -> Iterator[None]:

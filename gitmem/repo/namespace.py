@@ -22,6 +22,7 @@ from .. import concepts
 from ..concepts import Memory
 from ..errors import GitmemError, InvalidInput, MalformedConcept, MemoryNotFound, NamespaceNotFound
 from ..settings import Settings
+from .buffers import Buffers
 from .index import SearchIndex, UsageLog, is_memory_path
 from .store import Change, Guard, Store
 
@@ -158,6 +159,7 @@ class Namespaces:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._open: dict[str, Namespace] = {}
+        self._buffers: dict[str, Buffers] = {}
         self._lock = threading.Lock()
 
     def repo_path(self, namespace: str) -> Path:
@@ -225,9 +227,29 @@ class Namespaces:
                                              UsageLog(state / "usage.sqlite"), state)
         return name
 
+    def buffers_path(self, namespace: str) -> Path:
+        """Where a namespace's conversation buffers live: ``$GITMEM_HOME/ingest/<namespace>.sqlite``."""
+        return self.settings.home / "ingest" / f"{check_namespace(namespace)}.sqlite"
+
+    def has_buffers(self, namespace: str) -> bool:
+        """Whether the namespace has ever ingested a conversation (its buffer file exists)."""
+        return self.buffers_path(namespace).exists()
+
+    def buffers(self, namespace: str) -> Buffers:
+        """The conversation buffers of an existing namespace: ``$GITMEM_HOME/ingest/<namespace>.sqlite``."""
+        self.open(namespace)
+        with self._lock:
+            found = self._buffers.get(namespace)
+            if found is None:
+                found = self._buffers[namespace] = Buffers(self.buffers_path(namespace))
+            return found
+
     def close(self) -> None:
-        """Close every open index and log."""
+        """Close every open index, log and buffer file."""
         with self._lock:
             for handle in self._open.values():
                 handle.close()
             self._open.clear()
+            for buffers in self._buffers.values():
+                buffers.close()
+            self._buffers.clear()

@@ -98,7 +98,11 @@ def remember(ns: str) -> tuple[Response, int]:
     """Remember text through the write gate (writer); 201 with a Location if a memory was added, else 200."""
     who = require(ns, "writer")
     data = inputs.body()
-    inputs.known(data, "text", "type", "title", "tags", "paths", "source", "author", "state")
+    inputs.known(data, "text", "type", "title", "tags", "paths", "source", "author", "state", "options", "active",
+                 "reason")
+    options = data.get("options")
+    if options is not None and not isinstance(options, list):
+        raise InvalidInput("'options' must be a list of {name, pros, cons}")
     result = service().remember(
         ns,
         inputs.string(data, "text", required=True) or "",
@@ -109,6 +113,9 @@ def remember(ns: str) -> tuple[Response, int]:
         source=inputs.string(data, "source") or "agent",
         author=inputs.string(data, "author") or who.name,
         state=inputs.string(data, "state") or "active",
+        options=options,
+        active=inputs.string(data, "active"),
+        reason=inputs.string(data, "reason"),
     )
     assert result.memory is not None
     location = url_for("api.get_memory", ns=ns, memory_id=result.memory.id)
@@ -155,6 +162,32 @@ def forget(ns: str, memory_id: str) -> Response:
     who = require(ns, "admin" if purge else "writer")
     reason = request.args.get("reason") or None
     return jsonify(service().forget(ns, memory_id, purge=purge, reason=reason, actor=who.name).to_dict())
+
+
+@bp.post("/namespaces/<ns>/memories/<memory_id>/choose")
+def choose(ns: str, memory_id: str) -> Response:
+    """Make an option the techchoice's active one, for a reason (writer): an append-only change."""
+    who = require(ns, "writer")
+    data = inputs.body()
+    inputs.known(data, "option", "reason", "pros", "cons")
+    result = service().choose(
+        ns, memory_id, inputs.string(data, "option", required=True) or "",
+        reason=inputs.string(data, "reason", required=True) or "",
+        pros=inputs.strings(data, "pros") or (), cons=inputs.strings(data, "cons") or (), actor=who.name,
+    )
+    return jsonify(result.to_dict())
+
+
+@bp.post("/namespaces/<ns>/import")
+def import_memories(ns: str) -> Response:
+    """Import another store's memories, given as files, in one commit (admin); ``dry_run`` writes nothing."""
+    who = require(ns, "admin")
+    data = inputs.body()
+    inputs.known(data, "format", "files", "dry_run")
+    fmt = inputs.string(data, "format", required=True) or ""
+    dry_run = inputs.boolean(data, "dry_run") or False
+    report = service().import_memories(ns, fmt, data.get("files"), dry_run=dry_run, actor=who.name, origin="the API")
+    return jsonify(report.to_dict())
 
 
 @bp.get("/namespaces/<ns>/memories/<memory_id>/history")
@@ -266,6 +299,35 @@ def consolidate(ns: str) -> tuple[Response, int]:
     except (OSError, OperationalError) as exc:
         raise Unavailable(f"the task broker did not answer ({exc}); try again later") from None
     return jsonify({"dry_run": False, "task_id": sent.task, "status": "queued"}), 202
+
+
+# --- conversations --------------------------------------------------------------------------------
+
+
+@bp.post("/namespaces/<ns>/conversations/<conversation>/messages")
+def ingest(ns: str, conversation: str) -> tuple[Response, int]:
+    """Buffer a batch of a conversation's messages (writer); 202: stored, distilled on the workers."""
+    require(ns, "writer")
+    data = inputs.body()
+    inputs.known(data, "messages", "flush")
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        raise InvalidInput("messages must be a list of {id, role, author, text, time} objects")
+    try:
+        done = service().ingest(ns, conversation, messages, source="api", flush=bool(inputs.boolean(data, "flush")),
+                                background=True)
+    except (OSError, OperationalError) as exc:
+        # The messages are stored; the sweep on the workers' beat queues their buffer again.
+        raise Unavailable(f"the messages are stored, but the task broker did not answer ({exc}); they are "
+                          "distilled once it does") from None
+    return jsonify(done.to_dict()), 202
+
+
+@bp.get("/namespaces/<ns>/conversations")
+def conversations(ns: str) -> Response:
+    """Ingestion counters and the newest buffers of a namespace (reader)."""
+    require(ns, "reader")
+    return jsonify(service().ingest_status(ns))
 
 
 # --- reviews --------------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ def _page(item: str) -> dict[str, Any]:
 @functools.cache
 def document() -> dict[str, Any]:
     """The whole document (built once)."""
+    option = _obj({"name": {"type": "string", "minLength": 1}, "pros": STRS, "cons": STRS}, ("name",))
     memory = {"type": "object", "required": ["id", "type", "text", "title", "state"], "properties": {
         "id": STR, "type": {"type": "string", "enum": list(TYPES)}, "text": STR, "title": STR,
         "description": STR, "tags": STRS, "paths": STRS, "source": STR,
@@ -84,7 +85,10 @@ def document() -> dict[str, Any]:
         "potency": {"type": "number"}, "last_used": {"type": "string", "nullable": True},
         "access_count": {"type": "integer"}, "state": {"type": "string", "enum": list(STATES)},
         "tenured": {"type": "boolean"}, "verified": STRS, "related": STRS, "supersedes": STRS,
-        "archived_reason": {"type": "string", "nullable": True}, "path": STR}}
+        "archived_reason": {"type": "string", "nullable": True}, "path": STR,
+        "options": {"type": "array", "items": option}, "active": {"type": "string", "nullable": True},
+        "choices": {"type": "array", "items": {"type": "object", "properties": {
+            "option": STR, "at": STR, "by": {"type": "string", "nullable": True}, "reason": STR}}}}}
     write = {"type": "object", "required": ["outcome"], "properties": {
         "outcome": STR, "memory": {**_ref("Memory"), "nullable": True},
         "commit": {"type": "string", "nullable": True},
@@ -106,7 +110,13 @@ def document() -> dict[str, Any]:
         "text": {"type": "string", "minLength": 1}, "type": {"type": "string", "enum": list(TYPES)},
         "title": STR, "tags": STRS, "paths": STRS,
         "source": {"type": "string", "enum": list(SOURCES)}, "author": STR,
-        "state": {"type": "string", "enum": ["active", "pending"]}}, ("text",))
+        "state": {"type": "string", "enum": ["active", "pending"]},
+        "options": {"type": "array", "items": option,
+                    "description": "techchoice: two or more, each with pros and cons"},
+        "active": {"type": "string", "description": "techchoice: the option chosen now"},
+        "reason": {"type": "string", "description": "techchoice: why the active option is chosen"}}, ("text",))
+    choose_body = _obj({"option": {"type": "string", "minLength": 1}, "reason": {"type": "string", "minLength": 1},
+                        "pros": STRS, "cons": STRS}, ("option", "reason"))
     amend_body = _obj({"text": STR, "title": STR, "type": {"type": "string", "enum": list(TYPES)},
                        "tags": STRS, "paths": STRS, "tenured": {"type": "boolean"}, "reason": STR})
     feedback_body = _obj({
@@ -117,7 +127,25 @@ def document() -> dict[str, Any]:
         "action": STR, "memory": _ref("Memory"), "commit": {"type": "string", "nullable": True},
         "review": {"type": "integer", "nullable": True}}}
     review_path = "/namespaces/{ns}/reviews/{number}"
+    message = _obj({"id": {"oneOf": [{"type": "string", "minLength": 1, "maxLength": 200}, {"type": "integer"}]},
+                    "role": {"type": "string", "enum": ["user", "assistant", "system", "tool"]},
+                    "author": STR, "text": {"type": "string", "minLength": 1, "maxLength": 20000},
+                    "time": {"type": "string", "format": "date-time"}}, ("text",))
+    conversation = {"name": "conversation", "in": "path", "required": True,
+                    "description": "Conversation id: a session id, a Slack channel and thread",
+                    "schema": {"type": "string", "pattern": "^[A-Za-z0-9_.:@+-]{1,200}$"}}
     paths: dict[str, Any] = {
+        "/namespaces/{ns}/conversations/{conversation}/messages": {
+            "post": _op("Buffer a conversation's messages for extraction into pending memories", "writer",
+                        _json(ANY_OBJECT, "Stored; a sealed buffer is queued for distilling"), status="202",
+                        params=[NS, conversation],
+                        body=_obj({"messages": {"type": "array", "items": message, "minItems": 1, "maxItems": 1000},
+                                   "flush": {"type": "boolean"}}, ("messages",))),
+        },
+        "/namespaces/{ns}/conversations": {
+            "get": _op("Ingestion counters and the newest buffers", "reader", _json(ANY_OBJECT, "Counters"),
+                       params=[NS]),
+        },
         "/namespaces": {
             "get": _op("Namespaces the key can read", "reader",
                        _json({"type": "object", "properties": {"items": STRS}}, "Names")),
@@ -158,6 +186,19 @@ def document() -> dict[str, Any]:
                         _json(_ref("WriteResult"), "Restored"), params=[NS, MEMORY_ID],
                         body=_obj({"commit": {"type": "string", "pattern": "^[0-9a-f]{4,40}$"}},
                                   ("commit",)))},
+        "/namespaces/{ns}/memories/{memory_id}/choose": {
+            "post": _op("Make an option the techchoice's active one, for a reason (append-only; a new "
+                        "option needs pros and cons)", "writer",
+                        _json(_ref("WriteResult"), "Chosen"), params=[NS, MEMORY_ID], body=choose_body)},
+        "/namespaces/{ns}/import": {
+            "post": _op("Import another store's memories (okf, pi-memory-spaced, basic-memory, mem0), given as "
+                        "files, through the write gate in one commit", "admin",
+                        _json(ANY_OBJECT, "The report: commit, counts, and each item's outcome and reason"),
+                        params=[NS], body=_obj({
+                            "format": {"type": "string", "enum": ["okf", "pi-memory-spaced", "basic-memory", "mem0"]},
+                            "files": {"type": "object", "additionalProperties": {"type": "string"},
+                                      "description": "relative path -> file text"},
+                            "dry_run": {"type": "boolean"}}, ("format", "files")))},
         "/namespaces/{ns}/recall": {
             "get": _op("Recall memories by relevance x potency x recency", "reader",
                        _json({"type": "object", "properties": {"items": {"type": "array"}}}, "Hits"),

@@ -144,7 +144,8 @@ def test_the_manifest_declares_what_the_bot_listens_to() -> None:
     assert settings["interactivity"] == {"is_enabled": True, "request_url": "https://YOUR-HOST/slack/events"}
     assert settings["event_subscriptions"]["request_url"] == "https://YOUR-HOST/slack/events"
     assert {"message.channels", "message.groups", "message.im"} <= set(settings["event_subscriptions"]["bot_events"])
-    assert {"commands", "chat:write", "channels:history"} <= set(manifest["oauth_config"]["scopes"]["bot"])
+    assert {"commands", "chat:write", "channels:history", "groups:history", "channels:join"} <= set(
+        manifest["oauth_config"]["scopes"]["bot"])  # the last three: watched channels (/mem watch)
 
 
 # --- text ----------------------------------------------------------------------------------------------

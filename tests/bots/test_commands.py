@@ -172,3 +172,18 @@ def test_text_over_the_limit_is_refused(slack: Slack) -> None:
 def test_review_with_nothing_open(slack: Slack) -> None:
     slack.command("review")
     assert "No open reviews in `default`" in slack.last("respond").text
+
+
+def test_recall_of_a_techchoice_shows_its_options(slack: Slack, svc: MemoryService) -> None:
+    options = [{"name": "pnpm", "pros": ["fast <installs>"], "cons": ["fewer users"]},
+               {"name": "npm", "pros": ["ships with node"], "cons": ["slow"]}]
+    made = svc.remember("default", "Package manager for the web app", type="techchoice", options=options,
+                        active="pnpm", reason="disk space", author="alice").memory
+    assert made is not None
+    svc.choose("default", made.id, "npm", reason="CI has only npm", actor="bob")
+    slack.command("recall package manager")
+    card = slack.last("respond").blocks[1]["text"]["text"]
+    assert "*Options*" in card
+    assert "• *pnpm*: :heavy_plus_sign: fast &lt;installs&gt;  :heavy_minus_sign: fewer users" in card
+    assert "• *npm* _(active)_: :heavy_plus_sign: ships with node  :heavy_minus_sign: slow" in card
+    assert "by bob: CI has only npm" in card

@@ -38,7 +38,9 @@ class Request:
 
     @property
     def kind(self) -> str:
-        """``merge``, ``pair`` or ``judge``, read from the prompt."""
+        """``merge``, ``pair``, ``judge`` or ``extract``, read from the prompt."""
+        if "Messages (JSON data" in self.prompt:
+            return "extract"
         if "Memories (JSON data" in self.prompt:
             return "merge"
         if "Target (JSON data" in self.prompt:
@@ -50,6 +52,11 @@ class Request:
         match = re.search(re.escape(label) + r" \(JSON data, not instructions\):\n(.*?)\n\n", self.prompt, re.S)
         assert match, f"no {label} block in the prompt"
         return json.loads(match.group(1))
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation's messages of an extract prompt."""
+        return list(self.quoted("Messages"))
 
     @property
     def memories(self) -> list[dict[str, Any]]:

@@ -120,6 +120,8 @@ class FakeSlack:
         if method == "chat.getPermalink":
             ts = str(args.get("message_ts", "")).replace(".", "")
             return {"ok": True, "channel": channel, "permalink": f"https://gitmem-test.slack.com/archives/{channel}/p{ts}"}
+        if method == "conversations.join":
+            return {"ok": True, "channel": {"id": channel, "is_member": True}}
         if method == "apps.connections.open":
             return {"ok": True, "url": self.socket_url} if self.socket_url else {"ok": False, "error": "not_allowed"}
         if method in ("views.open", "views.update", "views.push"):

@@ -77,7 +77,8 @@ def test_every_tool_with_a_writer_key(served: Served) -> None:
         return out
 
     got = run(served, "writer", steps)
-    assert got["tools"] == {"context", "recall", "remember", "feedback", "forget", "history", "reviews", "review"}
+    assert got["tools"] == {"context", "recall", "remember", "choose", "feedback", "forget", "history", "reviews",
+                            "review"}
     memory = got["made"]["memory"]
     assert (got["made"]["outcome"], memory["source"], memory["author"]) == ("added", "agent", "writer")
     assert memory["id"] in [h["memory"]["id"] for h in got["recall"]["items"]]
@@ -105,7 +106,7 @@ def test_a_client_of_the_2025_protocol_connects_and_calls(served: Served) -> Non
 
     version, info, tools, hits = anyio.run(go)
     assert version.startswith("2025-") and info is not None and info.name == "gitmem"
-    assert len(tools) == 8 and hits["namespace"] == "default"
+    assert len(tools) == 9 and hits["namespace"] == "default"
 
 
 def test_a_reviewer_key_amends_directly(served: Served) -> None:
@@ -198,7 +199,7 @@ def test_without_a_valid_key_it_is_401_with_www_authenticate(served: Served) -> 
     assert other_way.status_code == 401
     good = httpx.post(served.mcp, content=body,
                       headers=RPC_HEADERS | {"Authorization": f"Bearer {served.keys['reader']}"}, timeout=30)
-    assert good.status_code == 200 and len(good.json()["result"]["tools"]) == 8
+    assert good.status_code == 200 and len(good.json()["result"]["tools"]) == 9
 
 
 def test_a_revoked_key_stops_working_at_the_next_request(served: Served) -> None:

@@ -290,3 +290,45 @@ def test_a_namespace_named_x_dot_git_is_refused(client: Client, svc: MemoryServi
     assert response.status_code == 400
     assert "must not end in '.git'" in response.json["error"]["message"]
     assert svc.namespaces() == ["default"]
+
+
+TECH = {"text": "Package manager for the web app", "type": "techchoice", "active": "pnpm", "reason": "disk space",
+        "options": [{"name": "pnpm", "pros": ["fast installs"], "cons": ["fewer users"]},
+                    {"name": "npm", "pros": ["ships with node"], "cons": ["slow"]}]}
+
+
+def test_a_techchoice_over_http_remember_choose_recall(live_server: str, keys: Keys, svc: MemoryService,
+                                                       fsck: Callable[[str], None]) -> None:
+    url = f"{live_server}{API}"
+    made = httpx.post(f"{url}/memories", headers=keys.auth("writer"), json=TECH)
+    assert made.status_code == 201, made.text
+    memory = made.json()["memory"]
+    assert (memory["active"], [o["name"] for o in memory["options"]]) == ("pnpm", ["pnpm", "npm"])
+    choose = f"{url}/memories/{memory['id']}/choose"
+    refused = httpx.post(choose, headers=keys.auth("reader"), json={"option": "npm", "reason": "CI"})
+    assert refused.status_code == 403
+    before = head(svc)
+    for bad in ({"option": "npm"}, {"option": "yarn", "reason": "x"}, {"option": "npm", "reason": "x", "pros": "a"},
+                {"option": "npm", "reason": "x", "why": "y"}, {"option": 3, "reason": "x"}):
+        response = httpx.post(choose, headers=keys.auth("writer"), json=bad)
+        assert response.status_code == 400, (bad, response.text)
+    assert head(svc) == before
+    chosen = httpx.post(choose, headers=keys.auth("writer"), json={"option": "npm", "reason": "CI has only npm"})
+    assert chosen.status_code == 200 and chosen.json()["outcome"] == "chosen"
+    assert chosen.json()["memory"]["choices"][-1] == {
+        "option": "npm", "at": chosen.json()["memory"]["updated"], "by": "writer", "reason": "CI has only npm"}
+    hits = httpx.get(f"{url}/recall", params={"q": "package manager"}, headers=keys.auth("reader")).json()["items"]
+    assert hits[0]["memory"]["active"] == "npm"
+    assert "| npm (active) | ships with node | slow |" in hits[0]["options_table"]
+    fsck("default")
+
+
+@pytest.mark.parametrize("options", [
+    "pnpm", [{"name": "pnpm", "pros": ["a"], "cons": ["b"]}], [{"name": "pnpm"}, {"name": "npm"}], [1, 2],
+    [{"name": "pnpm", "pros": ["a"], "cons": [7]}, {"name": "npm", "pros": ["a"], "cons": ["b"]}],
+])
+def test_bad_techchoice_options_are_400(client: Client, keys: Keys, svc: MemoryService, options: object) -> None:
+    before = head(svc)
+    response = client.post(f"{API}/memories", headers=keys.auth("writer"), json={**TECH, "options": options})
+    assert response.status_code == 400 and response.json["error"]["message"]
+    assert head(svc) == before

@@ -564,3 +564,22 @@ def test_times_read_as_a_person_says_them() -> None:
     assert human_time(at - timedelta(days=3), at) == "3 days ago"
     assert human_time(datetime(2025, 3, 3, 9, 0), at) == "3 Mar 2025"
     assert human_time((at - timedelta(minutes=5)).timestamp(), at) == "5 minutes ago"
+
+
+@needs_browser
+def test_a_techchoice_page_shows_its_options_and_choices(page: Page, svc: MemoryService, tmp_path: Path) -> None:
+    options = [{"name": "pnpm", "pros": ["fast installs"], "cons": ["<b>fewer</b> users"]},
+               {"name": "npm", "pros": ["ships with node"], "cons": ["slow"]}]
+    made = svc.remember("default", "Package manager for the web app", type="techchoice", options=options,
+                        active="pnpm", reason="disk space", author="alice").memory
+    assert made is not None
+    svc.choose("default", made.id, "npm", reason="the CI image only has npm", actor="bob")
+    page.goto(f"/ns/default/memories/{made.id}")
+    rows = page.locator("#options tr")
+    expect(rows).to_have_count(3)
+    expect(rows.nth(1)).to_contain_text("<b>fewer</b> users")  # escaped, shown as text
+    expect(page.locator("#options tr.active")).to_contain_text("npm (active)")
+    expect(page.locator("#choices li")).to_have_count(2)
+    expect(page.locator("#choices li").nth(1)).to_contain_text("by bob: the CI image only has npm")
+    expect(page.locator("body")).to_contain_text("active pnpm → npm; choices +npm (the CI image only has npm)")
+    page.screenshot(path=str(tmp_path / "techchoice.png"), full_page=True)

@@ -1,0 +1,416 @@
+"""Ingesting conversations: the buffers, the offline and model extractors, and distilling into commits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitmem import extraction, transcripts
+from gitmem.errors import InvalidInput
+from gitmem.extraction import Message
+from gitmem.memories import Candidate
+from gitmem.service import MemoryService
+from gitmem.settings import Settings
+from tests.fakes.openai_server import HOLD, Request, Status, answer, running
+
+Fsck = Callable[[str], None]
+DATA = json.loads((Path(__file__).parent / "data" / "conversations.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(home=tmp_path / "home", embeddings="none", ingest_flush_tokens=30, ingest_retry_seconds=0)
+
+
+@pytest.fixture
+def svc(settings: Settings) -> Iterator[MemoryService]:
+    service = MemoryService(settings)
+    service.init("default")
+    yield service
+    service.close()
+
+
+def said(*texts: str, author: str = "ana", start: int = 1) -> list[dict[str, Any]]:
+    return [{"id": f"m{start + i}", "author": author, "text": t} for i, t in enumerate(texts)]
+
+
+# --- the buffers ------------------------------------------------------------------------------
+
+
+def test_messages_wait_in_the_buffer_until_it_holds_enough_tokens(svc: MemoryService) -> None:
+    head = svc.head("default")
+    first = svc.ingest("default", "c1", said("No, we use pnpm, not npm."))
+    assert (first.accepted and first.accepted.added, first.distilled) == (1, ())
+    assert svc.head("default") == head
+    second = svc.ingest("default", "c1", said("Never deploy to production on Fridays; use the release pipeline "
+                                              "and wait for the green build before anything else happens.", start=2))
+    assert second.accepted is not None and len(second.accepted.sealed) == 1
+    assert [d.outcome for d in second.distilled] == ["written"]
+    texts = sorted(m.text for m in svc.list("default"))
+    assert texts[0].startswith("Never deploy to production on Fridays") and texts[1] == "We use pnpm, not npm."
+
+
+def test_a_message_sent_twice_is_taken_once_even_after_it_was_distilled(svc: MemoryService) -> None:
+    batch = said("Remember: the staging cluster is eks-staging in eu-west-1.")
+    svc.ingest("default", "c1", batch, flush=True)
+    again = svc.ingest("default", "c1", batch, flush=True)
+    assert again.accepted is not None and (again.accepted.added, again.accepted.repeated) == (0, 1)
+    assert again.distilled == ()
+    assert len(svc.list("default")) == 1
+    other = svc.ingest("default", "c2", batch)  # the same id in another conversation is another message
+    assert other.accepted is not None and other.accepted.added == 1
+
+
+def test_the_double_buffer_keeps_filling_while_a_sealed_buffer_waits(svc: MemoryService, settings: Settings) -> None:
+    queued: list[tuple[str, str]] = []
+
+    class Queue:
+        def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
+            return "c"
+
+        def enqueue_distil(self, namespace: str, buffer_id: str) -> str:
+            queued.append((namespace, buffer_id))
+            return f"task-{len(queued)}"
+
+    service = MemoryService(settings, queue=Queue())
+    try:
+        long = "We use ruff format rather than autopep8 or black in every Python repository we keep."
+        sealed = service.ingest("default", "c1", said(long, long + " Really.", "Always pin versions."),
+                                background=True)
+        assert sealed.queued == ("task-1",) and sealed.accepted is not None
+        more = service.ingest("default", "c1", said("Never push to main directly.", start=9), background=True)
+        assert more.queued == () and more.accepted is not None and more.accepted.active_tokens > 0
+        stats = service.ingest_status("default")
+        assert (stats["buffers_sealed"], stats["active_messages"]) == (1, 1)
+        done = service.distil("default", queued[0][1])
+        assert done.outcome == "written" and done.counts["added"] == 2
+        assert service.distil("default", queued[0][1]).outcome == "busy"  # a second delivery does nothing
+    finally:
+        service.close()
+
+
+def test_many_threads_of_one_process_take_every_message_once(svc: MemoryService) -> None:
+    """A gunicorn worker's threads share the buffer file's connection."""
+    import threading
+
+    def send(thread: int) -> None:
+        for n in range(20):
+            batch = [{"id": f"t{thread}-{n}-{i}", "text": f"message {i} of batch {n}"} for i in range(5)]
+            svc.ingest("default", f"c{thread % 3}", batch)  # seals and distils in these threads too
+
+    pool = [threading.Thread(target=send, args=(t,)) for t in range(8)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    stats = svc.ingest_status("default")
+    assert stats["messages"] == 8 * 20 * 5 and stats.get("repeated", 0) == 0
+    assert stats["buffers_done"] > 10 and stats.get("buffers_sealed", 0) == 0
+
+
+def test_idle_conversations_are_sealed_by_the_sweep(svc: MemoryService, settings: Settings) -> None:
+    svc.ingest("default", "quiet", said("We use uv instead of pip for Python packages."))
+    assert svc.ingest_sweep() == []  # not idle yet (900 s by default)
+    service = MemoryService(settings.with_(ingest_idle_seconds=0))
+    try:
+        due = service.ingest_sweep()
+        assert len(due) == 1 and due[0][0] == "default"
+        assert service.distil(*due[0]).outcome == "written"
+    finally:
+        service.close()
+
+
+@pytest.mark.parametrize(("messages", "error"), [
+    ([], "non-empty list"),
+    ([{"id": "1"}], r"messages\[1\].text must be a non-empty string"),
+    ([{"text": "ok"}, {"text": "x", "role": "robot"}], r"messages\[2\].role must be one of"),
+    ([{"text": "ok", "time": "yesterday"}], "ISO 8601"),
+    ([{"text": "ok", "id": {"a": 1}}], r"messages\[1\].id must be a string"),
+    ([{"text": "x" * 20_001}], "the limit is 20000"),
+    ([{"text": "ok", "author": "a\nb"}], "one line"),
+])
+def test_a_bad_message_refuses_the_whole_batch(svc: MemoryService, messages: list[Any], error: str) -> None:
+    with pytest.raises(InvalidInput, match=error):
+        svc.ingest("default", "c1", [{"text": "fine", "id": "ok"}, *messages] if messages else messages)
+    assert svc.ingest_status("default").get("messages", 0) == 0
+
+
+@pytest.mark.parametrize("conversation", ["", "a/b", "x" * 201, "with space"])
+def test_a_bad_conversation_id_is_refused(svc: MemoryService, conversation: str) -> None:
+    with pytest.raises(InvalidInput, match="conversation id"):
+        svc.ingest("default", conversation, said("hello"))
+
+
+def test_secrets_are_masked_before_they_are_stored_and_never_reach_git(svc: MemoryService, settings: Settings,
+                                                                       fsck: Fsck) -> None:
+    result = svc.ingest("default", "c1", said("Remember: CI deploys with the key AKIAIOSFODNN7EXAMPLE on Fridays."),
+                        flush=True)
+    assert result.accepted is not None and result.accepted.masked == 1
+    assert svc.ingest_status("default")["masked"] == 1
+    repo = settings.repos_dir / "default.git"
+    dump = subprocess.run(["git", "--git-dir", str(repo), "log", "-p", "--all"], capture_output=True, text=True).stdout
+    assert "AKIA" not in dump and "[secret removed]" in dump
+    assert b"AKIA" not in (settings.home / "ingest" / "default.sqlite").read_bytes()
+    fsck("default")
+
+
+# --- distilling ---------------------------------------------------------------------------------
+
+
+def test_a_buffer_becomes_pending_memories_in_one_commit_that_reverts_cleanly(svc: MemoryService,
+                                                                              fsck: Fsck) -> None:
+    head = svc.head("default")
+    done = svc.ingest("default", "c1", [
+        {"id": "u1", "author": "ana", "text": "No, we use pnpm, not npm."},
+        {"id": "a1", "role": "assistant", "text": "Always use yarn, I think."},
+        {"id": "u2", "author": "bo", "text": "记住：PPT 正文字号是 18pt。"},
+    ], flush=True)
+    (distilled,) = done.distilled
+    assert distilled.counts["added"] == 2
+    memories = {m.text: m for m in svc.list("default")}
+    pnpm, ppt = memories["We use pnpm, not npm."], memories["PPT 正文字号是 18pt。"]
+    assert (pnpm.state, pnpm.source, pnpm.author, pnpm.type) == ("pending", "agent", "ana", "convention")
+    assert (ppt.state, ppt.source, ppt.author) == ("active", "user", "bo")  # "记住" asks for it: as remember would
+    (commit,) = svc.log("default", limit=1)
+    assert commit.trailers["Ingest-Buffer"] == [distilled.buffer] and commit.trailers["Conversation"] == ["c1"]
+    assert "added: message u1" in commit.message and commit.parents == (head,)
+    fsck("default")
+    svc.revert("default", distilled.commit or "")
+    assert svc.list("default") == []
+    fsck("default")
+
+
+def test_pending_memories_never_reach_an_agents_context(svc: MemoryService) -> None:
+    svc.remember("default", "Deploys go through the release pipeline.", paths=["deploy/"])
+    svc.ingest("default", "c1", said("Never deploy from a laptop; deploy/ scripts run in CI only."), flush=True)
+    assert [m.state for m in svc.list("default")].count("pending") == 1
+    context = svc.context("default", ["deploy/run.sh"])
+    assert "release pipeline" in context and "laptop" not in context
+    assert "laptop" not in svc.export("default", "memory-md")
+    assert any("laptop" in h.memory.text for h in svc.recall("default", "deploy laptop"))  # a search still finds it
+
+
+def test_a_near_duplicate_candidate_merges_into_the_memory_it_repeats(svc: MemoryService) -> None:
+    kept = svc.remember("default", "Always run the linter before pushing to the shared repository").memory
+    assert kept is not None
+    done = svc.ingest("default", "c1", said("always run the linter before pushing to the shared repository!!"),
+                      flush=True)
+    assert done.distilled[0].counts["reinforced"] + done.distilled[0].counts["merged"] == 1
+    assert [m.id for m in svc.list("default")] == [kept.id]
+
+
+def test_a_buffer_whose_commit_landed_is_not_distilled_twice(svc: MemoryService, settings: Settings) -> None:
+    """A worker that died after the commit and before marking the buffer done: the next finds the commit."""
+    service = MemoryService(settings.with_(ingest_claim_seconds=1))
+    try:
+        service.ingest("default", "c1", said("We use uv instead of pip for Python packages."))
+        (buffer_id,) = service._ingest.seal("default")
+        buffers = service._namespaces.buffers("default")
+        assert buffers.claim(buffer_id, 0.2)
+        service.remember_many("default", [Candidate("We use uv instead of pip for Python packages.", source="agent",
+                                                    state="pending")],
+                              message="ingest: 1", action="ingest", trailers=(("Ingest-Buffer", buffer_id),))
+        time.sleep(0.3)  # the dead worker's claim lapses
+        again = service.distil("default", buffer_id)
+        assert again.outcome == "already"
+        assert len(service.list("default")) == 1 and service.ingest_status("default")["buffers_done"] == 1
+    finally:
+        service.close()
+
+
+# --- a model behind the LLM port -------------------------------------------------------------
+
+
+def model_answer(request: Request) -> str:
+    messages = request.messages
+    first = next(m for m in messages if m["role"] == "user")
+    return answer(memories=[{
+        "type": "fact", "title": "Report data source", "text": "Reports come from the SaaS MySQL replica.",
+        "paths": ["reports/"], "tags": ["reports"], "confidence": 0.9, "messages": [first["id"]]}])
+
+
+def test_the_model_extracts_and_cites_its_messages(settings: Settings) -> None:
+    with running(model_answer) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url))
+        service.init("default")
+        try:
+            done = service.ingest("default", "c1", said("Reports read the SaaS MySQL replica.",
+                                                         "The CSV exports are stale."), flush=True)
+        finally:
+            service.close()
+        (request,) = fake.requests
+    assert request.kind == "extract" and request.body["response_format"] == {"type": "json_object"}
+    assert [m["id"] for m in request.messages] == ["m1", "m2"] and "data, not instructions" in request.prompt
+    assert done.distilled[0].counts["added"] == 1
+    service = MemoryService(settings)
+    try:
+        (memory,) = service.list("default")
+    finally:
+        service.close()
+    assert (memory.state, memory.title, memory.paths, memory.author) == (
+        "pending", "Report data source", ("reports/",), "ana")
+
+
+@pytest.mark.parametrize("bad", [
+    "not json at all",
+    answer(memories="none"),
+    answer(memories=[{"type": "wisdom", "title": "t", "text": "x", "confidence": 0.5, "messages": ["m1"]}]),
+    answer(memories=[{"type": "fact", "title": "t", "text": "x", "confidence": 2, "messages": ["m1"]}]),
+    answer(memories=[{"type": "fact", "title": "t", "text": "x", "confidence": 0.5, "messages": ["m99"]}]),
+    answer(memories=[{"type": "fact", "title": "t", "text": "", "confidence": 0.5, "messages": ["m1"]}]),
+    Status(503),
+])
+def test_a_malformed_answer_writes_nothing_and_the_buffer_is_tried_again(settings: Settings, bad: Any) -> None:
+    replies = [bad, None]
+
+    def responder(request: Request) -> Any:
+        reply = replies.pop(0) if replies else None
+        return model_answer(request) if reply is None else reply
+
+    with running(responder) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url, llm_retries=0))
+        service.init("default")
+        try:
+            head = service.head("default")
+            first = service.ingest("default", "c1", said("Reports read the SaaS MySQL replica."), flush=True)
+            assert [d.outcome for d in first.distilled] == ["failed"]
+            assert service.head("default") == head
+            stats = service.ingest_status("default")
+            assert stats["failures"] == 1 and stats["recent"][0]["state"] == "sealed"
+            assert stats["recent"][0]["error"]
+            retried = service.flush("default")
+            assert [d.outcome for d in retried.distilled] == ["written"]
+            assert len(service.list("default")) == 1
+        finally:
+            service.close()
+
+
+def test_a_model_that_hangs_holds_the_buffer_until_its_claim_lapses(settings: Settings) -> None:
+    with running(lambda r: HOLD) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url, llm_timeout=0.5, llm_retries=0))
+        service.init("default")
+        try:
+            done = service.ingest("default", "c1", said("Reports read the SaaS MySQL replica."), flush=True)
+            assert [d.outcome for d in done.distilled] == ["failed"]
+            assert "did not answer" in (done.distilled[0].error or "")
+        finally:
+            fake.release()
+            service.close()
+
+
+# --- the offline rules, measured on the labelled set ------------------------------------------
+
+
+def matches(expect: dict[str, Any], text: str) -> bool:
+    return all(m.lower() in text.lower() for m in expect["match"])
+
+
+def test_the_labelled_set_has_english_and_chinese_conversations() -> None:
+    conversations = DATA["conversations"]
+    assert len(conversations) >= 10
+    assert {c["lang"] for c in conversations} == {"en", "zh"}
+
+
+def test_the_offline_rules_find_most_of_what_a_person_expects_and_little_else() -> None:
+    found = expected = right = 0
+    for conv in DATA["conversations"]:
+        messages = [Message(m["id"], m["text"], m["role"], m["author"]) for m in conv["messages"]]
+        got = extraction.offline(messages)
+        found += len(got)
+        expected += len(conv["expect"])
+        right += sum(any(matches(e, g.text) for e in conv["expect"]) for g in got)
+        for g in got:
+            assert set(g.messages) <= {m.id for m in messages}
+    precision, recall = right / found, right / expected
+    assert precision >= 0.9, precision
+    assert recall >= 0.6, recall
+
+
+@pytest.mark.parametrize(("text", "rule"), [
+    ("Remember: the staging cluster is eks-staging.", "marker"),
+    ("请记住：周五不发版。", "marker"),
+    ("No, we use pnpm, not npm.", "we-use"),
+    ("我们用 pnpm，不要用 npm。", "we-use"),
+    ("Never deploy on Fridays.", "always-never"),
+    ("禁止直接向 main 分支推送代码。", "always-never"),
+    ("Actually, the staging database is db-2 in eu-west-1.", "correction"),
+])
+def test_each_offline_rule(text: str, rule: str) -> None:
+    (found,) = extraction.offline([Message("1", text)])
+    assert found.rule == rule and found.explicit == (rule == "marker")
+
+
+@pytest.mark.parametrize("text", ["Should we always use tabs?", "ok thanks", "no", "Could you fix tests/test_api.py?"])
+def test_questions_and_small_talk_are_not_memories(text: str) -> None:
+    assert extraction.offline([Message("1", text)]) == []
+
+
+def test_topic_boundaries_fall_at_the_deepest_drops() -> None:
+    cosines = [0.8, 0.7, 0.75, 0.1, 0.8, 0.7, 0.72, 0.8]
+    assert extraction.boundaries(cosines) == [4]
+    assert extraction.boundaries([0.5] * 3) == []
+
+
+def test_token_estimates_count_chinese_characters_one_each() -> None:
+    assert extraction.estimate_tokens("We use pnpm, not npm.") == 6
+    assert extraction.estimate_tokens("我们用 pnpm") == 3 + 2
+
+
+# --- transcripts ------------------------------------------------------------------------------
+
+
+def test_a_claude_code_session_keeps_what_people_and_the_assistant_typed() -> None:
+    lines = [
+        json.dumps({"type": "queue-operation", "operation": "dequeue", "sessionId": "5f0c"}),
+        json.dumps({"type": "user", "sessionId": "5f0c", "cwd": "/home/ana/shop", "gitBranch": "main",
+                    "uuid": "u1", "timestamp": "2026-11-20T10:00:01Z",
+                    "message": {"role": "user", "content": "Add date-fns"}}),
+        json.dumps({"type": "assistant", "sessionId": "5f0c", "uuid": "a1", "message": {
+            "role": "assistant", "content": [
+            {"type": "thinking", "thinking": "hmm"}, {"type": "text", "text": "Running npm install."},
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "npm i"}}]}}),
+        json.dumps({"type": "user", "sessionId": "5f0c", "uuid": "u2", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "added 1 package"}]}}),
+        json.dumps({"type": "user", "sessionId": "5f0c", "uuid": "u3", "message": {
+            "role": "user", "content": "<command-name>/clear</command-name>"}}),
+    ]
+    read = transcripts.read(lines, author="ana")
+    assert (read.format, read.conversation, read.meta) == ("claude-code", "5f0c", {"cwd": "/home/ana/shop",
+                                                                                     "gitBranch": "main"})
+    assert [(m["id"], m["role"], m.get("author"), m["text"]) for m in read.messages] == [
+        ("u1", "user", "ana", "Add date-fns"), ("a1", "assistant", None, "Running npm install.")]
+    assert read.skipped == 3
+
+
+@pytest.mark.parametrize(("lines", "error"), [(["{"], "line 1 is not JSON"), ([], "empty"), (["[1]"], "not a message")])
+def test_a_bad_transcript_is_refused_naming_the_line(lines: list[str], error: str) -> None:
+    with pytest.raises(InvalidInput, match=error):
+        transcripts.read(lines)
+
+
+def test_a_long_buffer_is_split_where_the_topic_changes(tmp_path: Path) -> None:
+    texts = ["Which package manager does the web app use?", "We use pnpm, not npm.",
+             "And the lockfile is pnpm-lock.yaml, commit it.", "pnpm install runs in CI with --frozen-lockfile.",
+             "Now about deploys: when can we ship the hotfix?", "Never deploy to production on Fridays.",
+             "Deploys go through the release pipeline.", "The pipeline needs a green build before it deploys."]
+    seen: list[list[dict[str, Any]]] = []
+
+    def model(request: Request) -> str:
+        seen.append(request.messages)
+        return answer(memories=[])
+
+    with running(model) as fake:
+        service = MemoryService(Settings(home=tmp_path / "home", llm_base_url=fake.url))  # the offline encoder
+        service.init("default")
+        try:
+            service.ingest("default", "c1", [{"id": f"m{i}", "text": t} for i, t in enumerate(texts)], flush=True)
+        finally:
+            service.close()
+    (messages,) = seen
+    assert [m["id"] for m in messages if m.get("topic_starts")] == ["m0", "m4"]
