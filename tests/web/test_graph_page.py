@@ -156,15 +156,21 @@ def test_hovering_shows_the_text_as_text_and_a_click_opens_the_memory(
         page: Page, seeded: dict[str, str], problems: list[str]) -> None:
     open_graph(page)
     node = seeded["hostile"]
-    # Zoom onto the node so that no other lies under the pointer, then hover it.
-    page.evaluate(f"""() => {{
-        const s = gitmemGraph.sigma, d = s.getNodeDisplayData('{node}');
+    # Zoom onto the node so that no other lies under the pointer, and wait until sigma drew that
+    # view (hover is found in what it drew last; a layout step may have moved the node since the
+    # last frame, so sigma reads the positions first), then hover it.
+    at = page.evaluate(f"""async () => {{
+        const s = gitmemGraph.sigma;
+        const drawn = () => new Promise((resolve) => s.once("afterRender", () => requestAnimationFrame(resolve)));
+        s.refresh();
+        const d = s.getNodeDisplayData('{node}');
+        const done = drawn();
         s.getCamera().setState({{x: d.x, y: d.y, ratio: 0.05}});
+        await done;
+        return s.framedGraphToViewport(s.getNodeDisplayData('{node}'));
     }}""")
-    page.wait_for_timeout(100)
     box = page.locator("#graph-canvas").bounding_box()
     assert box is not None
-    at = page.evaluate(f"gitmemGraph.sigma.framedGraphToViewport(gitmemGraph.sigma.getNodeDisplayData('{node}'))")
     page.mouse.move(box["x"] + at["x"] - 40, box["y"] + at["y"] - 40)
     page.mouse.move(box["x"] + at["x"], box["y"] + at["y"], steps=5)
     tip = page.locator("#graph-tip")
