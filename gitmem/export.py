@@ -16,7 +16,7 @@ FORMATS = ("memory-md", "json", "okf")
 def export(namespaces: Namespaces, namespace: str, fmt: str, dest: Path | None = None) -> str:
     """Export as ``memory-md`` (a MEMORY.md index), ``json``, or ``okf`` (a folder at ``dest``)."""
     if fmt not in FORMATS:
-        raise InvalidInput(f"unknown export format {fmt!r}; use memory-md, json or okf")
+        raise InvalidInput(f"unknown export format {fmt!r}; use memory-md, json, okf or graph")
     at = concepts.now()
     with namespaces.using(namespace) as ns:
         head = ns.synced()
@@ -51,5 +51,5 @@ def export(namespaces: Namespaces, namespace: str, fmt: str, dest: Path | None =
                 raise InvalidInput(f"cannot write the export to {exc.filename or dest}: {exc.strerror}; "
                                    "give a new or empty folder you can write to") from None
             return str(dest)
-    raise InvalidInput(f"unknown export format {fmt!r}; use memory-md, json or okf")
+    raise InvalidInput(f"unknown export format {fmt!r}; use memory-md, json, okf or graph")
 

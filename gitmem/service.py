@@ -26,6 +26,7 @@ from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
 from .embeddings import Embeddings
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
+from .graph import Graph, Graphs
 from .ingest import MAX_MESSAGE_CHARS, Accepted, Distilled, Ingest, Ingested
 from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
@@ -61,7 +62,8 @@ from .settings import Settings
 
 __all__ = [
     "ALL_NAMESPACES", "MAX_MESSAGE_CHARS", "Accepted", "AlreadyRunning", "ApiKey", "BackedUp", "BatchResult",
-    "Candidate", "Comment", "CommitInfo", "Dispatched", "Distilled", "FEEDBACK_ACTIONS", "FeedbackResult", "Hit",
+    "Candidate", "Comment", "CommitInfo", "Dispatched", "Distilled", "FEEDBACK_ACTIONS", "FeedbackResult", "Graph",
+    "Hit",
     "Ingested", "KeyStore", "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES",
     "ROLES", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "Watch", "WriteResult",
     "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
@@ -94,6 +96,7 @@ class MemoryService:
             self._namespaces.on_change = self._changed
         self._pushes = Pushes(self._namespaces, self.reviews, settings, self._semantics,
                               on_main=self._added if trigger else None)
+        self._graphs = Graphs(self._namespaces, settings, self._semantics)
         self._keys: KeyStore | None = None
         self._watches = WatchList(settings.home)
 
@@ -125,6 +128,7 @@ class MemoryService:
         self.ingest_status = self._ingest.stats
         self.backup = maintenance.backup
         self.restore_backup = maintenance.restore
+        self.graph = self._graphs.graph
 
     # --- namespaces ----------------------------------------------------------------------------
 
@@ -298,7 +302,9 @@ class MemoryService:
     # --- export and consolidation --------------------------------------------------------------
 
     def export(self, namespace: str, fmt: str, dest: Path | None = None) -> str:
-        """Export as ``memory-md``, ``json``, or ``okf`` (a folder at ``dest``)."""
+        """Export as ``memory-md``, ``json``, ``okf`` (a folder at ``dest``), or ``graph`` (an HTML page)."""
+        if fmt == "graph":
+            return self._graphs.page(namespace)
         return exporting.export(self._namespaces, namespace, fmt, dest)
 
     def consolidate(self, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,

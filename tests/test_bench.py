@@ -57,7 +57,7 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
-                                  "bench_mcp", "bench_push"])
+                                  "bench_mcp", "bench_push", "bench_graph"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -84,6 +84,23 @@ def test_bench_mcp_recalls_the_same_memories_both_ways(data: Path, tmp_path: Pat
     assert figures["same_results"] is True
     assert figures["rest"]["calls"] == figures["mcp"]["calls"] == 12 and figures["mcp_fresh_client"]["calls"] == 2
     assert "| MCP `recall`, one client kept open |" in capsys.readouterr().out
+
+
+def test_bench_graph_builds_a_namespace_with_every_kind_of_link(data: Path, tmp_path: Path) -> None:
+    from gitmem.service import MemoryService
+    from gitmem.settings import Settings
+
+    bench = script("bench_graph")
+    memories = bench.memories_for(bench.load_statements(data), 300, seed=1)
+    assert len({m.id for m in memories}) == 300 and {m.state for m in memories} == {"active", "pending", "archived"}
+    svc = MemoryService(Settings(home=tmp_path / "home", embeddings="none"))
+    try:
+        bench.populate(svc, "g", memories, seed=1)
+        graph = svc.graph("g")
+        kinds = {kind for edge in graph.edges for kind in edge.kinds}
+        assert len(graph.nodes) == 300 and kinds == {"related", "supersedes", "merged"}
+    finally:
+        svc.close()
 
 
 def test_bench_ingest_counts_the_calls_of_both_bufferings(tmp_path: Path) -> None:

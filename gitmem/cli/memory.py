@@ -302,10 +302,11 @@ def status(namespace: str | None, as_json: bool) -> None:
 
 
 @main.command()
-@click.option("--format", "fmt", type=click.Choice(["memory-md", "okf", "json"]), default="memory-md",
-              show_default=True, help="MEMORY.md index for agents, an OKF folder, or JSON.")
+@click.option("--format", "fmt", type=click.Choice(["memory-md", "okf", "json", "graph"]), default="memory-md",
+              show_default=True,
+              help="MEMORY.md index for agents, an OKF folder, JSON, or the memory graph (one HTML file).")
 @click.option("--output", "-o", type=click.Path(path_type=Path),
-              help="File (memory-md, json) or empty folder (okf) to write; default standard output.")
+              help="File (memory-md, json, graph) or empty folder (okf) to write; default standard output.")
 @namespace_option
 def export(fmt: str, output: Path | None, namespace: str | None) -> None:
     """Export a namespace for agents and other tools."""

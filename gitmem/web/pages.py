@@ -1,6 +1,6 @@
-"""HTML pages for people: dashboard, search, a memory, and reviews shown like pull requests.
+"""HTML pages for people: dashboard, search, a memory, the memory graph, and reviews shown like pull requests.
 
-Every page works without JavaScript. Sign-in puts a key's id in the (signed) session cookie;
+Every page but the graph works without JavaScript. Sign-in puts a key's id in the (signed) session cookie;
 every form post carries a per-session CSRF token and must come from this site's own origin.
 Memory text is rendered as Markdown with raw HTML disabled, so a memory cannot run script here,
 and with images shown as links, so a page never loads what a memory points at.
@@ -267,6 +267,26 @@ def search(ns: str) -> str:
     if query.strip() or path.strip():
         hits = service().recall(ns, query, path=path or None, limit=50, record=False)
     return render_template("search.html", ns=ns, q=query, path=path, hits=hits)
+
+
+# The graph page runs only its own scripts; the layout runs in a worker made from a blob.
+GRAPH_CSP = ("default-src 'self'; script-src 'self'; worker-src blob:; style-src 'self'; img-src 'self' data:; "
+             "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+GRAPH_EMBED_AT_MOST = 256
+
+
+@bp.get("/ns/<ns>/graph")
+def graph(ns: str) -> Response:
+    """Show a namespace's memory graph: memories as nodes, their links as edges, with filters and search."""
+    signed_in(ns)
+    # A request embeds a few new memories' texts, never a whole namespace's (`gitmem vectors` does).
+    found = service().graph(ns, embed_at_most=GRAPH_EMBED_AT_MOST)
+    memory_url = url_for("pages.dashboard", ns=ns) + "memories/"
+    response = Response(render_template("graph.html", ns=ns, data=found.script_json(), memory_url=memory_url))
+    response.headers["Content-Security-Policy"] = GRAPH_CSP
+    return response
 
 
 # Rows of a memory's history where Revert means nothing: a confirmation, a comment, folded uses.
