@@ -544,33 +544,29 @@ def _from_meta(meta: dict[str, Any], body: str, path: str) -> Memory:
 MIN_OPTIONS = 2
 
 
+def _records(value: Any, key: str, field: str, shape: str) -> list[dict[str, Any]]:
+    """The frontmatter list ``key`` of mappings that each name ``field``; [] when absent."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"'{key}' must be a list of {shape}")
+    for item in value:
+        if not isinstance(item, dict) or not item.get(field):
+            raise ValueError(f"each of '{key}' must be a mapping with a '{field}'")
+    return value
+
+
 def options_from(value: Any) -> tuple[Option, ...]:
     """Options as a file or an index document holds them (a list of mappings); () when absent."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ValueError("'options' must be a list of {name, pros, cons}")
-    out = []
-    for item in value:
-        if not isinstance(item, dict) or not item.get("name"):
-            raise ValueError("each of 'options' must be a mapping with a 'name'")
-        out.append(Option(str(item["name"]), _strings(item, "pros"), _strings(item, "cons")))
-    return tuple(out)
+    return tuple(Option(str(item["name"]), _strings(item, "pros"), _strings(item, "cons"))
+                 for item in _records(value, "options", "name", "{name, pros, cons}"))
 
 
 def choices_from(value: Any) -> tuple[Choice, ...]:
     """The record of choices as a file or an index document holds it; () when absent."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ValueError("'choices' must be a list of {option, at, by, reason}")
-    out = []
-    for item in value:
-        if not isinstance(item, dict) or not item.get("option"):
-            raise ValueError("each of 'choices' must be a mapping with an 'option'")
-        out.append(Choice(str(item["option"]), parse_time(item.get("at")) or now(),
-                          None if item.get("by") is None else str(item["by"]), str(item.get("reason") or "")))
-    return tuple(out)
+    return tuple(Choice(str(item["option"]), parse_time(item.get("at")) or now(),
+                        None if item.get("by") is None else str(item["by"]), str(item.get("reason") or ""))
+                 for item in _records(value, "choices", "option", "{option, at, by, reason}"))
 
 
 def _option_name(value: Any, what: str = "option name") -> str:

@@ -7,7 +7,6 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,12 +16,12 @@ import anyio
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from werkzeug.serving import make_server
 
 from gitmem.repo import KeyStore
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from gitmem.web import create_app
+from tests.web.conftest import serving
 
 
 @pytest.fixture
@@ -263,15 +262,10 @@ def served(settings: Settings) -> Iterator[str]:
     svc = MemoryService(settings)
     svc.init("team")
     svc.remember("team", "App code lives in src/ and is TypeScript", type="convention", paths=["src/"])
-    server = make_server("127.0.0.1", 0, create_app(service=svc), threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_port}"
+        with serving(create_app(service=svc)) as url:
+            yield url
     finally:
-        server.shutdown()
-        thread.join()
-        server.server_close()
         svc.close()
 
 

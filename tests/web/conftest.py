@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -90,9 +91,9 @@ def keys(svc: MemoryService) -> Keys:
     return Keys(**made)
 
 
-@pytest.fixture
-def live_server(app: Flask) -> Iterator[str]:
-    """The app served over real HTTP on 127.0.0.1 (a threaded werkzeug server); yields its URL."""
+@contextmanager
+def serving(app: Flask) -> Iterator[str]:
+    """``app`` served over real HTTP on 127.0.0.1 (a threaded werkzeug server) for the block; its URL."""
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -102,6 +103,13 @@ def live_server(app: Flask) -> Iterator[str]:
         server.shutdown()
         thread.join()
         server.server_close()
+
+
+@pytest.fixture
+def live_server(app: Flask) -> Iterator[str]:
+    """The app served over real HTTP on 127.0.0.1 (a threaded werkzeug server); yields its URL."""
+    with serving(app) as url:
+        yield url
 
 
 @pytest.fixture
