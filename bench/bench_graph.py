@@ -40,10 +40,7 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -51,13 +48,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from werkzeug.serving import make_server  # noqa: E402
 
 from gitmem import concepts  # noqa: E402
 from gitmem.repo import Change, KeyStore, Namespaces  # noqa: E402
 from gitmem.service import MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402
 from gitmem.web import create_app  # noqa: E402
+from tests.web.conftest import serving  # noqa: E402
 
 DATA = ROOT / "tests" / "data" / "cursorrules.jsonl"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -146,21 +143,6 @@ def populate(svc: MemoryService, namespace: str, memories: list[concepts.Memory]
         ns.store.transact(lambda head, ids=ids, note=note: Change(
             {"NOTES.md": note}, "consolidate: merge", "consolidate", ids, "consolidation", "gitmem"))
     namespaces.close()
-
-
-@contextmanager
-def serving(svc: MemoryService) -> Iterator[str]:
-    """The web app over real HTTP on 127.0.0.1 (a threaded werkzeug server); yields its URL."""
-    app = create_app(service=svc)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join()
-        server.server_close()
 
 
 def timed(fn: Any) -> tuple[float, Any]:
@@ -295,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                 "read_first_s": round(first, 3), "read_again_ms": round(statistics.median(again) * 1000, 1),
                 "page_kb": round(export.stat().st_size / 1024, 1), "web_rounds": [], "file_rounds": []}
             print(f"{key}: {count} memories, {len(graph.edges)} links, first read {first:.2f} s", file=sys.stderr)
-        with serving(svc) as base, sync_playwright() as p:
+        with serving(create_app(service=svc)) as base, sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=WEBGL_ARGS)
             context = browser.new_context(viewport={"width": 1400, "height": 900}, base_url=base)
             page = context.new_page()

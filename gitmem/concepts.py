@@ -449,15 +449,13 @@ def _file(meta: dict[str, Any], memory: Memory) -> tuple[bytes, str]:
     return f"---\n{front}---\n\n{memory.text.strip()}\n".encode(), front
 
 
-def parse(data: bytes, path: str) -> Memory:
-    """Parse a memory file; a malformed one raises :class:`MalformedConcept` naming ``path``."""
+def _file_fields(data: bytes, path: str) -> tuple[dict[Any, Any], str]:
+    """A memory file's frontmatter fields and its text; MalformedConcept naming ``path`` when it has none."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedConcept(path, f"not valid UTF-8 (byte {exc.start})") from exc
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    match = _FRONTMATTER.match(text)
+    match = _FRONTMATTER.match(text.removeprefix("\ufeff"))
     if not match:
         raise MalformedConcept(path, "no YAML frontmatter between '---' lines at the top")
     try:
@@ -466,7 +464,12 @@ def parse(data: bytes, path: str) -> Memory:
         raise MalformedConcept(path, f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
     if not isinstance(meta, dict):
         raise MalformedConcept(path, "frontmatter must be a mapping of fields")
-    body = match.group(2).strip()
+    return meta, match.group(2).strip()
+
+
+def parse(data: bytes, path: str) -> Memory:
+    """Parse a memory file; a malformed one raises :class:`MalformedConcept` naming ``path``."""
+    meta, body = _file_fields(data, path)
     try:
         return _from_meta(meta, body, path)
     except (TypeError, ValueError) as exc:
@@ -711,24 +714,12 @@ def parse_pushed(data: bytes, path: str, *, default_id: str | None = None) -> tu
     a missing ``id`` is given ``default_id`` or a new one, so the memory read back is what
     completing the file writes. Anything else wrong raises :class:`MalformedConcept` naming ``path``.
     """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MalformedConcept(path, f"not valid UTF-8 (byte {exc.start})") from exc
-    match = _FRONTMATTER.match(text.removeprefix("\ufeff"))
-    if not match:
-        raise MalformedConcept(path, "no YAML frontmatter between '---' lines at the top")
-    try:
-        meta = yaml.load(match.group(1), Loader=_Loader)
-    except yaml.YAMLError as exc:
-        raise MalformedConcept(path, f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
-    if not isinstance(meta, dict):
-        raise MalformedConcept(path, "frontmatter must be a mapping of fields")
+    meta, body = _file_fields(data, path)
     missing = [name for name in OWN_FIELDS if meta.get(name) in (None, "")]
     if "id" in missing:
         meta = {**meta, "id": default_id or new_id()}
     try:
-        return _from_meta(meta, match.group(2).strip(), path), bool(missing)
+        return _from_meta(meta, body, path), bool(missing)
     except (TypeError, ValueError) as exc:
         raise MalformedConcept(path, str(exc)) from exc
 

@@ -47,7 +47,7 @@ import yaml
 from . import concepts
 from .concepts import TYPES, Option, new_id, parse_time
 from .errors import InvalidInput
-from .memories import OUTCOMES, Candidate, Memories
+from .memories import Candidate, Memories, Outcome, count_outcomes
 from .repo import Namespaces
 
 FORMATS = ("okf", "pi-memory-spaced", "basic-memory", "mem0")
@@ -85,19 +85,14 @@ class Problem:
 
 
 @dataclass(frozen=True)
-class Imported:
-    """What became of one item of the source: added, reinforced, merged, skipped or refused, and why."""
+class Imported(Outcome):
+    """What became of one item of the source: the write gate's outcome, and a note on what was kept."""
 
-    label: str
-    outcome: str
-    memory_id: str | None = None
-    reason: str = ""
     note: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"label": self.label, "outcome": self.outcome, "memory_id": self.memory_id, "reason": self.reason,
-                "note": self.note}
+        return {**super().to_dict(), "note": self.note}
 
 
 @dataclass(frozen=True)
@@ -112,10 +107,7 @@ class ImportReport:
 
     def counts(self) -> dict[str, int]:
         """How many items had each outcome (every outcome named, zeros included)."""
-        counts = dict.fromkeys(OUTCOMES, 0)
-        for item in self.items:
-            counts[item.outcome] += 1
-        return counts
+        return count_outcomes(self.items)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: namespace, format, commit, dry_run, counts and every item."""

@@ -96,10 +96,7 @@ class BatchResult:
 
     def counts(self) -> dict[str, int]:
         """How many candidates had each outcome (every outcome named, zeros included)."""
-        counts = dict.fromkeys(OUTCOMES, 0)
-        for outcome in self.outcomes:
-            counts[outcome.outcome] += 1
-        return counts
+        return count_outcomes(self.outcomes)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the commit, the counts and every outcome."""
@@ -107,6 +104,14 @@ class BatchResult:
 
 
 OUTCOMES = ("added", "reinforced", "merged", "skipped", "refused")
+
+
+def count_outcomes(items: Iterable[Outcome]) -> dict[str, int]:
+    """How many items had each outcome (every outcome named, zeros included)."""
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for item in items:
+        counts[item.outcome] += 1
+    return counts
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@
     packing.py    packing, object counts and bundles, by the git program
     receive.py    the receiving side of git push: pkt-lines, a quarantined pack, what it brings
     keys.py       API keys, stored hashed in keys.json
+    records.py    a JSON file of records every process shares (keys, watched channels)
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
     workspace.py  the files in play in an agent's project (a git working tree), for its hooks

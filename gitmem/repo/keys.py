@@ -16,16 +16,10 @@ the file (a new inode), which is how a change is seen even within one tick of a 
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import hmac
-import json
-import os
 import re
 import secrets
-import threading
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +27,7 @@ from typing import Any
 from ..concepts import iso, now
 from ..errors import InvalidInput, NotFound, PermissionDenied
 from .namespace import check_namespace
+from .records import SharedRecords
 
 ROLES = ("reader", "writer", "reviewer", "admin")
 ALL_NAMESPACES = "*"
@@ -88,34 +83,15 @@ class KeyStore:
     """The keys of one gitmem home."""
 
     def __init__(self, home: Path) -> None:
-        self.path = home / "keys.json"
-        self._lock = threading.Lock()
-        self._seen: tuple[int, int, int] | None = None
-        self._keys: dict[str, ApiKey] = {}
+        self._file: SharedRecords[str, ApiKey] = SharedRecords(
+            home / "keys.json", lambda k: k.id, lambda item: ApiKey(**item), asdict, mode=0o600)
+        self.path = self._file.path
 
     # --- reading -------------------------------------------------------------------------------
 
-    def _load(self) -> dict[str, ApiKey]:
-        """The keys on disk, re-read only when the file changed."""
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
-            with self._lock:
-                self._seen, self._keys = None, {}
-            return {}
-        # The inode changes with every edit (written aside, then renamed over): mtime alone may
-        # not, on a file system with a coarse clock, and two edits may leave the same size.
-        stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        with self._lock:
-            if stamp != self._seen:
-                data = json.loads(self.path.read_text(encoding="utf-8") or "[]")
-                self._keys = {item["id"]: ApiKey(**item) for item in data}
-                self._seen = stamp
-            return self._keys
-
     def list(self, namespace: str | None = None) -> list[ApiKey]:
         """Every key, or those that apply to one namespace, oldest first."""
-        keys = sorted(self._load().values(), key=lambda k: (k.created, k.id))
+        keys = sorted(self._file.read().values(), key=lambda k: (k.created, k.id))
         return [k for k in keys if namespace is None or k.covers(namespace)]
 
     def verify(self, key: str) -> ApiKey | None:
@@ -123,32 +99,16 @@ class KeyStore:
         match = _KEY.match(key.strip()) if isinstance(key, str) else None
         if match is None:
             return None
-        found = self._load().get(match.group(1))
+        found = self._file.read().get(match.group(1))
         if found is None or not hmac.compare_digest(found.digest, _digest(key.strip())):
             return None
         return found
 
     def get(self, key_id: str) -> ApiKey | None:
         """A stored key by id."""
-        return self._load().get(key_id)
+        return self._file.read().get(key_id)
 
     # --- writing -------------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _editing(self) -> Iterator[dict[str, ApiKey]]:
-        """Hold the file lock, hand out the keys to change, and write them back atomically."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            with self._lock:
-                self._seen = None
-            keys = dict(self._load())
-            yield keys
-            tmp = self.path.with_suffix(".tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump([asdict(k) for k in keys.values()], out, indent=2)
-            os.replace(tmp, self.path)
 
     def create(self, namespace: str, role: str, name: str | None = None) -> tuple[str, ApiKey]:
         """Make a key; returns the key (shown once) and what is stored of it."""
@@ -163,7 +123,7 @@ class KeyStore:
             )
         secret = f"gmk_{key_id}_{secrets.token_urlsafe(32)}"
         stored = ApiKey(key_id, name, namespace, role, iso(now()), _digest(secret))
-        with self._editing() as keys:
+        with self._file.editing() as keys:
             keys[key_id] = stored
         return secret, stored
 
@@ -171,7 +131,7 @@ class KeyStore:
         """Delete a key by id (or by the full key); it stops working at once."""
         match = _KEY.match(key_id.strip())
         key_id = match.group(1) if match else key_id.strip()
-        with self._editing() as keys:
+        with self._file.editing() as keys:
             gone = keys.pop(key_id, None)
         if gone is None:
             raise NotFound(f"no key {key_id!r}; `gitmem key list` shows the ids")

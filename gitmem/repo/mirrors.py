@@ -20,7 +20,6 @@ import fcntl
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ import pygit2
 
 from ..errors import InvalidInput, NotFound, Unavailable
 from ..settings import Settings
+from .packing import git_program
 from .store import Store
 
 REFSPEC = "+refs/heads/*:refs/heads/*"
@@ -139,9 +139,7 @@ class Mirrors:
             return {name: status[name] for name in mirrors}
 
     def _push_one(self, url: str) -> None:
-        git = shutil.which("git")
-        if git is None:
-            raise Unavailable("the git program is not installed on the server")
+        git = git_program("to push to mirrors")
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": str(self.state),

@@ -68,16 +68,17 @@ class ObjectCounts:
         return asdict(self) | {"size_bytes": self.size_bytes}
 
 
-def _git() -> str:
+def git_program(purpose: str = "to pack and back up repositories") -> str:
+    """The git program's path; :class:`Unavailable` saying what gitmem needs it for when it is not installed."""
     found = shutil.which("git")
     if found is None:
-        raise Unavailable("the git program is not installed; gitmem needs it to pack and back up repositories")
+        raise Unavailable(f"the git program is not installed; gitmem needs it {purpose}")
     return found
 
 
 def _run(repo: Path | None, *args: str) -> str:
     """Run git (in ``repo`` when given); its output, or :class:`Unavailable` with git's own words."""
-    argv = [_git()] + (["--git-dir", str(repo)] if repo is not None else []) + list(args)
+    argv = [git_program()] + (["--git-dir", str(repo)] if repo is not None else []) + list(args)
     done = subprocess.run(argv, capture_output=True, text=True)
     if done.returncode != 0:
         said = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[-1]

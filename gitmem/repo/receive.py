@@ -27,7 +27,8 @@ from typing import IO
 import pygit2
 from pygit2.enums import FileMode, SortMode
 
-from ..errors import InvalidInput, Unavailable
+from ..errors import InvalidInput
+from .packing import git_program
 from .store import MAIN, Store
 
 #: An open repository, for the modules above this layer to pass around.
@@ -170,9 +171,7 @@ class Quarantine:
 
     def receive(self, pack: IO[bytes]) -> None:
         """Index the pack that follows the commands; a broken or unsafe pack raises :class:`InvalidInput`."""
-        git = shutil.which("git")
-        if git is None:
-            raise Unavailable("the git program is not installed on the server")
+        git = git_program("to receive a push")
         repo = Path(self.store.repo.path)
         env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 
 from ..concepts import TYPES
 from ..errors import Conflict, InvalidInput, PermissionDenied, SyncConflict, Unavailable
+from .packing import git_program
 
 ADOPTING = "gitmem-adopting"
 _REMOTE = re.compile(r"^remote: ?(.*?)\s*$", re.MULTILINE)
@@ -60,9 +60,7 @@ class Clone:
         self.path = path
         self.url = url
         self.actor = actor
-        self.git = shutil.which("git") or ""
-        if not self.git:
-            raise Unavailable("the git program is not installed; gitmem sync runs it")
+        self.git = git_program("for gitmem sync")
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "HOME": os.environ.get("HOME", str(path)),

@@ -10,19 +10,14 @@ not read until someone watches it there.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
-import os
 import re
-import threading
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidInput
 from .namespace import check_namespace
+from .records import SharedRecords
 
 _CHANNEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,99}$")
 _ACTOR_LIMIT = 200
@@ -55,55 +50,19 @@ class WatchList:
 
     def __init__(self, home: Path) -> None:
         """Keep the list at ``home/ingest/watched.json``."""
-        self.path = home / "ingest" / "watched.json"
-        self._lock = threading.Lock()
-        self._seen: tuple[int, int, int] | None = None
-        self._watches: dict[tuple[str, str], Watch] = {}
-
-    def _load(self) -> dict[tuple[str, str], Watch]:
-        """The watches on disk, re-read only when the file changed (a new inode on every change)."""
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
-            with self._lock:
-                self._seen, self._watches = None, {}
-            return {}
-        stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
-        with self._lock:
-            if stamp != self._seen:
-                data = json.loads(self.path.read_text(encoding="utf-8") or "[]")
-                self._watches = {(w["namespace"], w["channel"]): Watch(**w) for w in data}
-                self._seen = stamp
-            return self._watches
+        self._file: SharedRecords[tuple[str, str], Watch] = SharedRecords(
+            home / "ingest" / "watched.json", lambda w: (w.namespace, w.channel), lambda item: Watch(**item),
+            Watch.to_dict)
+        self.path = self._file.path
 
     def get(self, namespace: str, channel: str) -> Watch | None:
         """The watch of ``channel`` into ``namespace``, or None."""
-        return self._load().get((namespace, channel))
+        return self._file.read().get((namespace, channel))
 
     def list(self, namespace: str | None = None) -> list[Watch]:
         """Every watch, or one namespace's, oldest first."""
-        watches = sorted(self._load().values(), key=lambda w: (w.since, w.namespace, w.channel))
+        watches = sorted(self._file.read().values(), key=lambda w: (w.since, w.namespace, w.channel))
         return [w for w in watches if namespace is None or w.namespace == namespace]
-
-    @contextlib.contextmanager
-    def _editing(self) -> Iterator[dict[tuple[str, str], Watch]]:
-        """Hold the file lock, hand out the watches to change, and write them back atomically."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            with self._lock:
-                self._seen = None
-            watches = dict(self._load())
-            before = dict(watches)
-            yield watches
-            if watches == before:
-                return
-            tmp = self.path.with_suffix(".tmp")
-            with open(tmp, "w", encoding="utf-8") as out:
-                json.dump([w.to_dict() for w in watches.values()], out, indent=2, ensure_ascii=False)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self.path)
 
     def add(self, namespace: str, channel: str, by: str, since: str) -> tuple[Watch, bool]:
         """Watch ``channel`` into ``namespace``; the watch, and False when it was watched already."""
@@ -111,7 +70,7 @@ class WatchList:
         check_channel(channel)
         if not isinstance(by, str) or not by.strip() or len(by) > _ACTOR_LIMIT or "\n" in by:
             raise InvalidInput(f"who watches is one line of at most {_ACTOR_LIMIT} characters")
-        with self._editing() as watches:
+        with self._file.editing() as watches:
             found = watches.get((namespace, channel))
             if found is not None:
                 return found, False
@@ -122,5 +81,5 @@ class WatchList:
         """Stop watching ``channel`` into ``namespace``; the watch it was, or None if there was none."""
         check_namespace(namespace)
         check_channel(channel)
-        with self._editing() as watches:
+        with self._file.editing() as watches:
             return watches.pop((namespace, channel), None)
