@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import concepts, ranking
+from . import concepts, details, ranking
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
 from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces
 from .semantic import Semantics
 from .settings import Settings
-from .similarity import token_set
 from .templating import render_template
+from .words import query_terms
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,26 @@ class Hit:
         if self.memory.options:
             out["options_table"] = concepts.options_table(self.memory)
         return out
+
+
+def _stamp(moment: datetime | None) -> float:
+    """A time as whole seconds since the epoch (0 for none): ties break by the second, then by id."""
+    return float(int(moment.timestamp())) if moment is not None else 0.0
+
+
+def _newest_first(hits: builtins.list[Hit]) -> builtins.list[Hit]:
+    """``hits`` with each newer statement moved above an older one it restates with a value changed.
+
+    "The office Wi-Fi network is called Lighthouse" then goes above "... called Harbor" said
+    before it, whatever their scores: among live memories that conflict, the newer wins.
+    """
+    out = list(hits)
+    for i in range(len(out)):
+        for j in range(i + 1, len(out)):
+            old, new = out[i].memory, out[j].memory
+            if new.updated > old.updated and details.one_value_apart(new.text, old.text):
+                out.insert(i, out.pop(j))
+    return out
 
 
 @dataclass(frozen=True)
@@ -141,45 +161,61 @@ class Recall:
 
     def _matching(self, ns: Namespace, query: str, files: builtins.list[str], limit: int, at: datetime,
                   include_archived: bool, include_pending: bool) -> builtins.list[Hit]:
-        """Matches of a query ranked as :meth:`recall` says, decoding the documents of the hits only.
+        """Hits of a query ranked as :meth:`recall` says, decoding the documents of the hits only.
 
-        Two lists are fused by reciprocal rank (:func:`ranking.fused`): the text matches by BM25
-        and word coverage, and, when semantics are on, the memories whose sentence vectors are
-        nearest the query's (so "package manager" finds "We use pnpm", and a Chinese query its
-        English memory).
+        A memory is a hit on evidence (:func:`ranking.relevance`): by its words, when it holds at
+        least half of what the query's informative words weigh, or by its meaning alone, when its
+        sentence vector is at least ``settings.recall_floor`` (a cosine) from the query's. A memory
+        superseded by a live one gives its place to that one. Equal scores go to the newer statement
+        (to the second), then to the id, so the same query on the same repository ranks alike.
         """
-        q = token_set(query)
-        want = ranking.candidates(limit)
-        found = ns.index.candidates(q, limit=want)
-        top = max((c.score for c in found), default=0.0) or 1.0
-        words = {c.id: round(0.5 * c.score / top + 0.5 * len(q & c.tokens) / len(q), 9) for c in found}
-        lexical = sorted(found, key=lambda c: (-words[c.id], c.id))
-        near: builtins.list[Candidate] = []
+        terms = query_terms(query)
+        size = ns.index.size()
+        weighted = ranking.weights(terms.words, ns.index.doc_freqs(terms.words), size)
+        informative = [w for w, x in weighted.items() if x > 0]
+        found = ns.index.candidates(informative + list(terms.pairs), limit=ranking.candidates(limit)) \
+            if informative else []
         cosines: dict[str, float] = {}
-        if self.semantics is not None and self.semantics.enabled:
-            cosines = dict(self.semantics.search(ns, query, ranking.SEMANTIC_CANDIDATES, self.settings.recall_floor))
-            near = sorted(ns.index.by_hashes(cosines), key=lambda c: (-cosines[c.vhash], c.id))
-        relevance = ranking.fused([(c.id, words[c.id]) for c in lexical],
-                                  [(c.id, round(cosines[c.vhash], 6)) for c in near])
-        pool = {c.id: c for c in near} | {c.id: c for c in lexical}
-        pending = ns.usage.pending(ids=list(pool))
+        if self.semantics is not None and self.semantics.enabled and terms.words:
+            cosines = self.semantics.nearest(ns, query, ranking.SEMANTIC_CANDIDATES, also=[c.vhash for c in found])
+        near = [c for c in ns.index.by_hashes(h for h, cos in cosines.items() if cos >= self.settings.recall_floor)]
+        pool = {c.id: c for c in near} | {c.id: c for c in found}
+        relevance: dict[str, float] = {}
+        for c in pool.values():
+            value = ranking.relevance(ranking.lexical(weighted, terms.pairs, c.terms), cosines.get(c.vhash),
+                                      self.settings.recall_floor)
+            if value is not None:
+                relevance[c.id] = value
+        # A superseded memory still live (its successor waits for review) gives way to its successor.
+        successors = ns.index.successors()
+        for old_id in [i for i in relevance if i in successors]:
+            new_id = successors[old_id]
+            if new_id not in pool:
+                pool.update({c.id: c for c in ns.index.by_ids([new_id])})
+            if new_id in pool:
+                relevance[new_id] = max(relevance.get(new_id, 0.0), relevance[old_id])
+            del relevance[old_id]
+        pending = ns.usage.pending(ids=list(relevance))
         paths: dict[int, tuple[str, ...]] = {}
         if files:
-            paths = {r: m.paths for r, m in ns.index.documents(c.rowid for c in pool.values() if c.pathful).items()}
+            paths = {r: m.paths for r, m in ns.index.documents(
+                pool[i].rowid for i in relevance if pool[i].pathful).items()}
         ranked: builtins.list[tuple[float, Candidate, float, bool]] = []
-        for c in pool.values():
+        for memory_id, value in relevance.items():
+            c = pool[memory_id]
             if (c.state == "archived" and not include_archived) or (c.state == "pending" and not include_pending):
                 continue
             potency = ranking.potency_from(c.potency, c.since, c.tenured, pending.get(c.id), at)
             if potency < concepts.ARCHIVE_BELOW and not include_archived:
                 continue
             matched = any(ranking.path_matches(p, f) for p in paths.get(c.rowid, ()) for f in files)
-            ranked.append((ranking.score_from(c.state, c.fresh, relevance[c.id], potency, at, path_match=matched),
+            ranked.append((ranking.score_from(c.state, c.fresh, value, potency, at, path_match=matched),
                            c, potency, matched))
-        ranked.sort(key=lambda r: (-r[0], r[1].id))
+        ranked.sort(key=lambda r: (-round(r[0], 9), -_stamp(r[1].updated), r[1].id))
         ranked = ranked[:limit]
         docs = ns.index.documents(c.rowid for _, c, _, _ in ranked)
-        return [Hit(docs[c.rowid], score, potency, matched) for score, c, potency, matched in ranked]
+        hits = [Hit(docs[c.rowid], score, potency, matched) for score, c, potency, matched in ranked]
+        return _newest_first(hits)
 
     def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
                 *, record: bool = True, label: str | None = None) -> str:

@@ -65,6 +65,14 @@ class Space:
         best = best[np.argsort(-scores[best], kind="stable")]
         return [(self.keys[int(rows[i])], float(scores[i])) for i in best if scores[i] >= floor]
 
+    def cosines(self, query: np.ndarray, keys: Sequence[str]) -> dict[str, float]:
+        """The cosine of ``query`` to each of ``keys`` that has a vector here."""
+        known = [k for k in keys if k in self.position]
+        if not known:
+            return {}
+        scores = self.matrix[[self.position[k] for k in known]] @ np.asarray(query, dtype=np.float32)
+        return {k: float(v) for k, v in zip(known, scores, strict=True)}
+
     def cosine(self, a: str, b: str) -> float:
         """The cosine of two keys' vectors."""
         return float(self.matrix[self.position[a]] @ self.matrix[self.position[b]])
