@@ -35,7 +35,7 @@ EVIDENCE = 0.5
 COMMON_SHARE = 0.5
 COMMON_MIN = 20
 # How much the sentence vector's cosine adds to a hit by words, and where its scale starts and ends.
-MEANING_SHARE = 0.25
+MEANING_SHARE = 0.15
 COSINE_ZERO, COSINE_FULL = 0.15, 0.75
 #: A memory whose meaning is this far from the query is no hit, whatever words they share: "What is
 #: my manager's name?" and "State management (<feature_name>_controller.dart)" share two (cosine
@@ -93,6 +93,11 @@ def coverage(weighted: Mapping[str, float], terms: Collection[str]) -> float:
     return sum(w for word, w in weighted.items() if word in terms) / total
 
 
+def in_order(pairs: Sequence[str], terms: Collection[str]) -> float:
+    """The share of the query's word pairs a memory holds in the same order (1.0 when the query has none)."""
+    return sum(1 for p in pairs if p in terms) / len(pairs) if pairs else 1.0
+
+
 def lexical(weighted: Mapping[str, float], pairs: Sequence[str], terms: Collection[str]) -> float | None:
     """A memory's relevance by its words (0..1), or None when it holds less than :data:`EVIDENCE`.
 
@@ -103,10 +108,10 @@ def lexical(weighted: Mapping[str, float], pairs: Sequence[str], terms: Collecti
     share = coverage(weighted, terms)
     if share < EVIDENCE:
         return None
-    in_order = sum(1 for p in pairs if p in terms) / len(pairs) if pairs else share
+    ordered = in_order(pairs, terms) if pairs else share
     own = [t for t in terms if "_" not in t and not (len(t) == 1 and is_cjk(t))]
     focus = sum(1 for w, x in weighted.items() if x > 0 and w in terms) / max(len(own), 1)
-    return 0.75 * share + 0.15 * in_order + 0.10 * min(focus, 1.0)
+    return 0.75 * share + 0.15 * ordered + 0.10 * min(focus, 1.0)
 
 
 def meaning(cosine: float) -> float:
@@ -114,17 +119,19 @@ def meaning(cosine: float) -> float:
     return min(1.0, max(0.0, (cosine - COSINE_ZERO) / (COSINE_FULL - COSINE_ZERO)))
 
 
-def relevance(words: float | None, cosine: float | None, floor: float) -> float | None:
+def relevance(words: float | None, cosine: float | None, floor: float, *, quoted: bool = False) -> float | None:
     """A memory's relevance (0..1) from its words' (:func:`lexical`) and its cosine to the query; None if no hit.
 
     A hit by words gains up to :data:`MEANING_SHARE` from its cosine (when it has a vector), unless
-    the cosine says it is about something else (below :data:`UNRELATED`); a memory found by
-    meaning alone needs a cosine of at least ``floor`` and counts at most 0.75.
+    the cosine says it is about something else (below :data:`UNRELATED`) and it does not hold the
+    query's words in the query's order (``quoted``: a fragment of it, "give me a chance to", whose
+    meaning the encoder cannot place); a memory found by meaning alone needs a cosine of at
+    least ``floor`` and counts at most 0.75 of the scale.
     """
     if words is not None:
         if cosine is None:
             return words
-        if cosine < UNRELATED:
+        if cosine < UNRELATED and not quoted:
             return None
         return (1 - MEANING_SHARE) * words + MEANING_SHARE * meaning(cosine)
     if cosine is not None and cosine >= floor:

@@ -20,7 +20,13 @@ from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces
 from .semantic import Semantics
 from .settings import Settings
 from .templating import render_template
+from .similarity import dice, token_set
 from .words import query_terms
+
+#: How much the query's own wording (stop words and all) counts among hits alike in terms, and how
+#: many hits past the limit are read for it.
+EXACTNESS = 0.05
+EXACT_RERANK = 10
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,19 @@ class Hit:
 def _stamp(moment: datetime | None) -> float:
     """A time as whole seconds since the epoch (0 for none): ties break by the second, then by id."""
     return float(int(moment.timestamp())) if moment is not None else 0.0
+
+
+def _applies(memory: Memory, files: Sequence[str]) -> bool:
+    """Whether a memory applies to an agent working on ``files`` (any of them; all memories when none).
+
+    A memory with ``paths`` is about those paths: it applies to the files they cover and to no
+    other. A memory without is a rule for everyone.
+    """
+    if not files:
+        return True
+    if memory.paths:
+        return any(ranking.path_matches(p, f) for p in memory.paths for f in files)
+    return True
 
 
 def _newest_first(hits: builtins.list[Hit]) -> builtins.list[Hit]:
@@ -83,14 +102,16 @@ class Recall:
         self.settings = settings
         self.semantics = semantics
 
-    def show(self, namespace: str, memory_id: str) -> Memory:
-        """One memory by id."""
+    def show(self, namespace: str, memory_id: str, *, record: bool = False) -> Memory:
+        """One memory by id; ``record``: it was opened by a person or fetched by an agent, which is a use."""
         memory_id = check_id(memory_id)
         with self.namespaces.using(namespace) as ns:
             head = ns.synced()
             memory = ns.index.get(memory_id)
             if memory is None:
                 raise ns.not_found(head, memory_id)
+            if record and memory.state != "archived":
+                ns.usage.record([memory.id], now())
         return memory
 
     def list(self, namespace: str, *, state: str | None = None, type: str | None = None,
@@ -113,7 +134,9 @@ class Recall:
 
         Archived memories and those whose potency fell below 0.10 are never returned unless
         ``include_archived``; pending ones (waiting for consolidation to promote them) unless
-        ``include_pending`` is False. Every returned memory counts as one use (unless ``record=False``).
+        ``include_pending`` is False. Every memory a query returns counts as a use (unless
+        ``record=False``: a search page, a person's search in Slack); a listing, with no query,
+        never does.
         """
         if not isinstance(query, str):
             raise InvalidInput("query must be a string")
@@ -130,7 +153,7 @@ class Recall:
                 hits = self._matching(ns, query, files, limit, at, include_archived, include_pending)
             else:
                 hits = self._strongest(ns, files, limit, at, include_archived, include_pending)
-            if record and hits:
+            if record and query and hits:
                 ns.usage.record((h.memory.id for h in hits), at)
         return hits
 
@@ -183,7 +206,8 @@ class Recall:
         relevance: dict[str, float] = {}
         for c in pool.values():
             value = ranking.relevance(ranking.lexical(weighted, terms.pairs, c.terms), cosines.get(c.vhash),
-                                      self.settings.recall_floor)
+                                      self.settings.recall_floor,
+                                      quoted=bool(terms.pairs) and ranking.in_order(terms.pairs, c.terms) == 1.0)
             if value is not None:
                 relevance[c.id] = value
         # A superseded memory still live (its successor waits for review) gives way to its successor.
@@ -212,29 +236,63 @@ class Recall:
             ranked.append((ranking.score_from(c.state, c.fresh, value, potency, at, path_match=matched),
                            c, potency, matched))
         ranked.sort(key=lambda r: (-round(r[0], 9), -_stamp(r[1].updated), r[1].id))
-        ranked = ranked[:limit]
+        # The best few are read whole: of two that hold the query's terms alike ("prop" and
+        # "props" are one term), the one written as the query is wins, by a hair.
+        ranked = ranked[:limit + EXACT_RERANK]
         docs = ns.index.documents(c.rowid for _, c, _, _ in ranked)
-        hits = [Hit(docs[c.rowid], score, potency, matched) for score, c, potency, matched in ranked]
-        return _newest_first(hits)
+        said = token_set(query)
+        hits = [Hit(docs[c.rowid], score * (1 + EXACTNESS * dice(said, token_set(docs[c.rowid].text))), potency,
+                    matched) for score, c, potency, matched in ranked]
+        hits.sort(key=lambda h: (-round(h.score, 9), -_stamp(h.memory.updated), h.memory.id))
+        return _newest_first(hits[:limit])
 
     def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
                 *, record: bool = True, label: str | None = None) -> str:
-        """The Markdown block an agent should load: memories about ``files`` first, then the strongest others.
+        """The Markdown block an agent should load for ``files`` (see :meth:`context_hits`).
 
-        Pending memories (extracted from conversations, not yet promoted) are never in it.
+        What it delivers counts as a use of each memory (unless ``record=False``).
         """
         files = [f for f in files if f and f.strip()]
-        hits = self.recall(namespace, query, path=files, limit=limit, record=False,
-                           include_pending=False) if files else []
-        seen = {h.memory.id for h in hits}
-        if len(hits) < limit:
-            hits += [h for h in self.recall(namespace, query, limit=limit, record=False, include_pending=False)
-                     if h.memory.id not in seen]
-        hits = hits[:limit]
+        hits = self.context_hits(namespace, files, query, limit)
         if record and hits:
             with self.namespaces.using(namespace) as ns:
                 ns.usage.record((h.memory.id for h in hits), now())
         return render_template("export/context.md.j2", namespace=label or namespace, hits=hits, files=files)
+
+    def context_hits(self, namespace: str, files: Sequence[str] = (), query: str = "",
+                     limit: int = 20) -> builtins.list[Hit]:
+        """The memories an agent working on ``files`` should have, best first, and nothing else.
+
+        With a query, its hits (:meth:`recall`) that apply to the files; nothing when none does.
+        Without, the memories about the files (their ``paths`` cover one) first, then the rules
+        that apply to them, strongest first (potency x recency): a memory scoped to other paths,
+        or naming another language or framework, does not apply. Pending memories (extracted from
+        conversations, not yet promoted) are never in it.
+        """
+        files = [f for f in files if f and f.strip()]
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000")
+        if query.strip():
+            hits = self.recall(namespace, query, path=files, limit=1000 if files else limit, record=False,
+                               include_pending=False)
+            return [h for h in hits if h.path_match or _applies(h.memory, files)][:limit]
+        at = now()
+        with self.namespaces.using(namespace) as ns:
+            ns.synced()
+            memories = ns.index.all(states=["active"])
+            pending = ns.usage.pending(ids=[m.id for m in memories])
+        ranked: builtins.list[tuple[int, float, Hit]] = []
+        for memory in memories:
+            potency = ranking.effective_potency(memory, at, pending)
+            if potency < concepts.ARCHIVE_BELOW:
+                continue
+            matched = any(ranking.path_matches(p, f) for p in memory.paths for f in files)
+            if not matched and not _applies(memory, files):
+                continue
+            strength = ranking.score(memory, 1.0, potency, at, path_match=matched)
+            ranked.append((0 if matched else 1, strength, Hit(memory, strength, potency, matched)))
+        ranked.sort(key=lambda r: (r[0], -round(r[1], 9), -_stamp(r[2].memory.updated), r[2].memory.id))
+        return [hit for _, _, hit in ranked[:limit]]
 
     def status(self, namespace: str) -> dict[str, Any]:
         """Counts by state, type and potency tier, the head commit and any malformed files."""

@@ -110,7 +110,6 @@ class Candidate:
     fresh: datetime  # the last use, else the last update: what recency counts from
     tenured: bool
     pathful: bool
-    tokens: frozenset[str]
     score: float
     vhash: str = ""
     terms: frozenset[str] = frozenset()
@@ -159,12 +158,12 @@ def doc_to_memory(doc: str) -> Memory:
     return Memory(**data)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=65536)
 def _token_set(tokens: str) -> frozenset[str]:
     return frozenset(tokens.split())
 
 
-_CANDIDATE_COLUMNS = ("m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.tokens, m.vhash, "
+_CANDIDATE_COLUMNS = ("m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.vhash, "
                       "m.terms, m.updated, m.supersedes")
 
 
@@ -388,9 +387,9 @@ class SearchIndex:
         stamp = functools.partial(datetime.fromtimestamp, tz=UTC)
         out = []
         for row in rows:
-            r, i, st, p, since, fresh, ten, pf, t, vh, terms, updated, sup = row[:13]
-            out.append(Candidate(r, i, st, p, stamp(since), stamp(fresh), bool(ten), bool(pf), _token_set(t),
-                                 -row[13] if scored else 0.0, vh, _token_set(terms), stamp(updated),
+            r, i, st, p, since, fresh, ten, pf, vh, terms, updated, sup = row[:12]
+            out.append(Candidate(r, i, st, p, stamp(since), stamp(fresh), bool(ten), bool(pf),
+                                 -row[12] if scored else 0.0, vh, _token_set(terms), stamp(updated),
                                  tuple(sup.split())))
         return out
 
@@ -567,8 +566,11 @@ class UsageLog:
         self.db.executemany("INSERT INTO uses(id, at) VALUES(?, ?)", [(m, stamp) for m in memory_ids])
 
     def pending(self, up_to: int | None = None, ids: Iterable[str] | None = None) -> dict[str, tuple[int, datetime]]:
-        """Uses not yet folded: memory id -> (count, last use), for every memory or only ``ids``."""
-        sql = "SELECT id, COUNT(*), MAX(at) FROM uses WHERE 1=1"
+        """Uses not yet folded: memory id -> (days with a use, last use), for every memory or only ``ids``.
+
+        A memory delivered ten times in one day was used once that day: uses count by day (UTC).
+        """
+        sql = "SELECT id, COUNT(DISTINCT substr(at, 1, 10)), MAX(at) FROM uses WHERE 1=1"
         args: list[Any] = []
         if up_to is not None:
             sql += " AND seq <= ?"
