@@ -37,6 +37,10 @@ COMMON_MIN = 20
 # How much the sentence vector's cosine adds to a hit by words, and where its scale starts and ends.
 MEANING_SHARE = 0.15
 COSINE_ZERO, COSINE_FULL = 0.15, 0.75
+#: How much lower the cosine floor is for a memory in another language than the query: unrelated
+#: pairs across languages score lower (99th percentile 0.43 in tests/data/semantic_pairs.json,
+#: against 0.50 within one), so the same floor would keep out most cross-lingual answers.
+CROSS_LINGUAL = 0.07
 #: A memory whose meaning is this far from the query is no hit, whatever words they share: "What is
 #: my manager's name?" and "State management (<feature_name>_controller.dart)" share two (cosine
 #: 0.15), while the least related real answer in tests/data/truth.json is at 0.24.
@@ -98,6 +102,11 @@ def in_order(pairs: Sequence[str], terms: Collection[str]) -> float:
     return sum(1 for p in pairs if p in terms) / len(pairs) if pairs else 1.0
 
 
+def quoted(weighted: Mapping[str, float], pairs: Sequence[str], terms: Collection[str]) -> bool:
+    """Whether a memory holds every informative word of the query, and its word pairs in order."""
+    return all(word in terms for word, w in weighted.items() if w > 0) and in_order(pairs, terms) == 1.0
+
+
 def lexical(weighted: Mapping[str, float], pairs: Sequence[str], terms: Collection[str]) -> float | None:
     """A memory's relevance by its words (0..1), or None when it holds less than :data:`EVIDENCE`.
 
@@ -112,6 +121,17 @@ def lexical(weighted: Mapping[str, float], pairs: Sequence[str], terms: Collecti
     own = [t for t in terms if "_" not in t and not (len(t) == 1 and is_cjk(t))]
     focus = sum(1 for w, x in weighted.items() if x > 0 and w in terms) / max(len(own), 1)
     return 0.75 * share + 0.15 * ordered + 0.10 * min(focus, 1.0)
+
+
+def chinese(terms: Collection[str]) -> bool:
+    """Whether a text's terms are mostly Chinese (CJK) rather than Latin words."""
+    cjk = sum(1 for t in terms if is_cjk(t))
+    return cjk > len(terms) - cjk
+
+
+def floor_for(floor: float, query: Collection[str], terms: Collection[str]) -> float:
+    """The cosine floor for a memory with ``terms``, for a query with terms ``query`` (lower across languages)."""
+    return floor - CROSS_LINGUAL if query and terms and chinese(query) != chinese(terms) else floor
 
 
 def meaning(cosine: float) -> float:

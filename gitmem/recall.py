@@ -201,13 +201,14 @@ class Recall:
         cosines: dict[str, float] = {}
         if self.semantics is not None and self.semantics.enabled and terms.words:
             cosines = self.semantics.nearest(ns, query, ranking.SEMANTIC_CANDIDATES, also=[c.vhash for c in found])
-        near = [c for c in ns.index.by_hashes(h for h, cos in cosines.items() if cos >= self.settings.recall_floor)]
+        lowest = self.settings.recall_floor - ranking.CROSS_LINGUAL
+        near = [c for c in ns.index.by_hashes(h for h, cos in cosines.items() if cos >= lowest)]
         pool = {c.id: c for c in near} | {c.id: c for c in found}
         relevance: dict[str, float] = {}
         for c in pool.values():
-            value = ranking.relevance(ranking.lexical(weighted, terms.pairs, c.terms), cosines.get(c.vhash),
-                                      self.settings.recall_floor,
-                                      quoted=bool(terms.pairs) and ranking.in_order(terms.pairs, c.terms) == 1.0)
+            floor = ranking.floor_for(self.settings.recall_floor, terms.words, c.terms)
+            value = ranking.relevance(ranking.lexical(weighted, terms.pairs, c.terms), cosines.get(c.vhash), floor,
+                                      quoted=ranking.quoted(weighted, terms.pairs, c.terms))
             if value is not None:
                 relevance[c.id] = value
         # A superseded memory still live (its successor waits for review) gives way to its successor.
