@@ -547,7 +547,7 @@ def test_recall_records_usage_without_a_commit_and_folds_it_later(svc: MemorySer
     assert again[b.id] == pytest.approx(0.86, abs=1e-4), "pending uses count before they are folded"
     # A listing is no use, nor is a search that returns nothing.
     svc.recall("default", "")
-    svc.recall("default", "lunch menu tomorrow")
+    assert svc.recall("default", "quarterly tax filing") == []
     assert svc.status("default")["pending_uses"] == 2
 
     commit = svc.fold_usage("default", actor="cron")
