@@ -360,21 +360,32 @@ def _value_like(name: str) -> bool:
     return "/" not in name and bool(_VALUE.fullmatch(name))
 
 
+_ENVIRONMENT_ANY = re.compile(
+    "|".join(rf"(?<![\w-]){re.escape(w)}s?(?![\w-])" if w.isascii() else re.escape(w)
+             for w in sorted(_ENVIRONMENTS, key=len, reverse=True)), re.IGNORECASE)
+
+
 def _masked(text: str) -> str:
     """``text`` with its details (numbers, names, identifiers, weekdays, environments) blanked out."""
     folded = _fold(text)
     found = details(text)
-    out = _IDENTIFIER.sub(lambda m: " " if m.group(0).lower().rstrip(".:") in found.all() else m.group(0), folded)
+    every = found.all()
+    out = _IDENTIFIER.sub(lambda m: " " if m.group(0).lower().rstrip(".:") in every else m.group(0), folded)
     out = _NUMBER.sub(" ", out)
     out = _WEEKDAY.sub(" ", out)
-    for word in sorted(found.names | found.examples | set(_ENVIRONMENTS), key=len, reverse=True):
-        if word.isascii():
-            out = re.sub(rf"(?<![\w-]){re.escape(word)}s?(?![\w-])", " ", out, flags=re.IGNORECASE)
-        elif word in out:
+    out = _ENVIRONMENT_ANY.sub(" ", out)
+    words = sorted(found.names | found.examples, key=len, reverse=True)
+    ascii_words = [w for w in words if w.isascii()]
+    if ascii_words:
+        pattern = "|".join(re.escape(w) for w in ascii_words)
+        out = re.sub(rf"(?<![\w-])(?:{pattern})s?(?![\w-])", " ", out, flags=re.IGNORECASE)
+    for word in words:
+        if not word.isascii():
             out = out.replace(word, " ")
     return out
 
 
+@functools.lru_cache(maxsize=16384)
 def _rest(text: str) -> tuple[str, ...]:
     """The content words of a statement once its details and correction words are taken out."""
     return tuple(w for w in _content(_CORRECTION.sub(" ", _masked(text))) if w not in _NEGATIONS)
@@ -440,10 +451,10 @@ def update_of(new: str, old: str) -> str | None:
     if _ADDITION.search(_fold(new)) and not marked:
         return None
     dn, do = details(new), details(old)
-    rest_new, rest_old = _rest(new), _rest(old)
     changed = _changed(dn, do, extra=marked)
     swap = None if changed is not None else swapped(new, old)
     if changed is not None or swap is not None:
+        rest_new, rest_old = _rest(new), _rest(old)
         if changed is not None:
             kind, new_values, old_values = changed
             what = f"{kind} {', '.join(sorted(old_values))} -> {', '.join(sorted(new_values))}"
@@ -464,9 +475,26 @@ def update_of(new: str, old: str) -> str | None:
         return None
     replaced = _replaced(new)
     named = replaced & (do.all() | set(_content(old)))
-    if named and (not rest_old or set(rest_old) & set(rest_new)):
+    if not named:
+        return None
+    rest_new, rest_old = _rest(new), _rest(old)
+    if not rest_old or set(rest_old) & set(rest_new):
         return f"a correction: it replaces {', '.join(sorted(named))}"
     return None
+
+
+def may_update(text: str) -> bool:
+    """Whether ``text`` could replace an earlier statement at all (:func:`update_of`), cheaply.
+
+    It must be marked as a correction, or name a value (a number, weekday, environment, or a
+    name holding a digit or a dot) that could have changed: most statements do neither, and the
+    write gate then looks for nothing to supersede.
+    """
+    if _CORRECTION.search(_fold(text)):
+        return True
+    found = _slots(details(text))
+    return bool(found["number"] or found["weekday"] or found["environment"]
+                or any(map(_value_like, found["name"])))
 
 
 def normalised_same(a: str, b: str) -> bool:

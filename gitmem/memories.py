@@ -446,8 +446,10 @@ class Memories:
 
     def _replaced(self, ns: Namespace, head: Commit, item: Candidate, batch: _Batch) -> list[tuple[Memory, str]]:
         """The live memories a new statement corrects (:func:`gitmem.details.update_of`), with why; newest first."""
+        if not details.may_update(item.text):
+            return []
         found: dict[str, tuple[Memory, str]] = {}
-        rows = [row.memory for row, _ in ns.index.search(search_terms("", item.text, ()), limit=20)]
+        rows = [row.memory for row, _ in ns.index.search(search_terms("", item.text, ()), limit=10)]
         for memory in [*rows, *(m for m in batch.memories.values() if m.id in batch.added)]:
             if memory.id in found or memory.state == "archived" or memory.type == "techchoice":
                 continue
