@@ -107,6 +107,7 @@ class MemoryService:
         self.list = recall.list
         self.recall = recall.recall
         self.context = recall.context
+        self.context_hits = recall.context_hits
         self._recall_status = recall.status
         self.history = recall.history
         self.log = recall.log
