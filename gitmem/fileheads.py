@@ -11,7 +11,7 @@ which technology each package is. Pure: callers hand the text in.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 _PYTHON = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w., \t]+))", re.MULTILINE)
 _JS = re.compile(r"""(?:\bfrom\s*|\bimport\s*\(?\s*|\brequire\s*\(\s*)["']([^"'\s]+)["']""")
@@ -77,7 +77,7 @@ def _c(head: str) -> Iterator[str]:
 
 
 # What a file of each ecosystem imports, by the pattern of its import lines.
-SOURCE_READERS = {
+SOURCE_READERS: dict[str, Callable[[str], Iterator[str]]] = {
     "python": _python,
     "javascript": _js,
     "rust": lambda head: iter(_RUST.findall(head)),

@@ -232,6 +232,37 @@ def mentions(text: str) -> frozenset[str]:
     return frozenset(m.key for m in find(text))
 
 
+_NAME_WORDS = re.compile(r"[^\W_]+(?:[+#]+|\.js\b)?", re.UNICODE)
+
+
+@functools.lru_cache(maxsize=16384)
+def mentions_in_name(name: str) -> frozenset[str]:
+    """The technologies a name stands for: a tag ("go"), a file name ("go.mdc", "python-django-best-practices").
+
+    Names carry no sentence around them, so their words are matched whole and without regard to
+    case; a name that needs its case or a neighbouring word in prose ("Go", "R", "Express") counts
+    here only as the name's first word, where a file or tag names its subject.
+    """
+    aliases = data().aliases
+    words = [w.lower() for w in _NAME_WORDS.findall(name)]
+    found = set()
+    i = 0
+    while i < len(words):
+        for size in (3, 2, 1):
+            phrase_words = words[i:i + size]
+            if len(phrase_words) < size:
+                continue
+            candidates = [aliases.get(" ".join(phrase_words)), aliases.get("-".join(phrase_words))]
+            match = next((c for c in candidates if c), None)
+            if match and (i == 0 or any(not (a.before or a.after or a.version) for a in match)):
+                found.add(match[0].key)
+                i += size
+                break
+        else:
+            i += 1
+    return frozenset(found)
+
+
 @functools.lru_cache(maxsize=4096)
 def categories(text: str) -> frozenset[str]:
     """The categories of tools a text asks about by their words ("which package manager?", "用什么包管理器")."""

@@ -9,7 +9,8 @@ Laravel's) and, when the caller hands in the file's first kilobytes, of what it 
 ``applies(named, profile)`` answers for a memory naming the technologies ``named``:
 
 - naming no language, tool or framework bound to an ecosystem, it is team-wide: it applies
-  (databases, Docker, git and CI are used from every language);
+  (databases, Docker, git and CI are used from every language); naming those of three ecosystems
+  or more, it speaks of languages in general, and applies too;
 - naming languages, it applies where the file takes one of them;
 - naming tools of an ecosystem (pytest, eslint, cargo), where the file is in one of theirs;
 - naming frameworks or libraries (Django, React, Tailwind), where the file shows a sign of one:
@@ -50,7 +51,8 @@ class Profile:
     def describe(self) -> str:
         """The profile in a few words, for messages ("src/app.ts (TypeScript, JavaScript)")."""
         shown = sorted(self.languages) or sorted(self.techs) or sorted(self.ecosystems)
-        return f"{self.path} ({', '.join(lexicon.name(k) if lexicon.known(k) else k for k in shown) or 'nothing known'})"
+        names = ", ".join(lexicon.name(k) if lexicon.known(k) else k for k in shown)
+        return f"{self.path} ({names or 'nothing known'})"
 
 
 def _glob_regex(pattern: str) -> re.Pattern[str]:
@@ -183,6 +185,10 @@ def why_not(named: Iterable[str], where: Profile) -> str | None:
     keys = {k for k in named if lexicon.known(k)}
     # A rule naming Next.js and React is a Next.js rule: what another named key implies is its.
     keys -= {i for k in keys for i in lexicon.implied([k]) if i != k}
+    bound = {e for k in keys if lexicon.scope(k) != "global" for e in lexicon.ecosystems(k)}
+    if len(bound) >= 3:
+        # "Server-side languages (Go, Rust, Java, Python)": a statement about languages in general.
+        return None
     by_scope: dict[str, set[str]] = {}
     for key in keys:
         by_scope.setdefault(lexicon.scope(key), set()).add(key)

@@ -83,19 +83,17 @@ class Lexicon:
         self.problems: list[str] = []
 
     def tech(self, key: str) -> dict[str, Any]:
+        """The entry of a key, made empty on first use."""
         return self.techs.setdefault(key, {"name": key, "kinds": [], "ecosystems": None, "implies": set(),
                                            "aliases": [], "scope": None, "source": "overlay"})
 
     def add_files(self, key: str, names: list[str]) -> None:
+        """Well-known files of a technology: exact names, or path patterns (with / or *)."""
         for name in names:
-            if "/" in name or (("*" in name) and not name.startswith("*.")):
-                self.patterns[name].add(key)
-            elif name.startswith("*."):
-                self.patterns[name].add(key)
-            else:
-                self.files[name].add(key)
+            (self.patterns if "/" in name or "*" in name else self.files)[name].add(key)
 
     def add_import(self, ecosystem: str, name: str, key: str) -> None:
+        """A package name that shows a technology; the first technology to claim a name keeps it."""
         if ecosystem == "rust":
             name = name.replace("-", "_")
         held = self.imports[ecosystem].get(name)
