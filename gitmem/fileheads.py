@@ -114,7 +114,7 @@ def _cargo(head: str) -> Iterator[tuple[str, str]]:
 
 def _gradle(head: str) -> Iterator[tuple[str, str]]:
     for group, artifact, plugin in _GRADLE.findall(head):
-        yield "jvm", plugin or f"{group}.{artifact}" if artifact else group
+        yield "jvm", plugin or (f"{group}.{artifact}" if artifact else group)
 
 
 def manifest_packages(basename: str, head: str) -> Iterator[tuple[str, str]]:

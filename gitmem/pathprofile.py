@@ -146,8 +146,11 @@ def profile(path: str, head: str | None = None) -> Profile:
     parts = clean.split("/") if clean else []
     basename = parts[-1] if parts else ""
     evidence: list[tuple[str, str]] = []
-    # As in linguist, a known file name wins over its extension (go.mod is not XML).
-    of_type = list(lex.filenames.get(basename, ()) or _extension_techs(basename))
+    # As in linguist, a known file name wins over its extension (go.mod is not XML), but keeps
+    # the language its extension gives (Package.swift is Swift, hardhat.config.ts TypeScript).
+    of_type = list(lex.filenames.get(basename, ()))
+    by_extension = _extension_techs(basename)
+    of_type += [k for k in by_extension if not of_type or lexicon.scope(k) == "language"]
     evidence += [(k, "file type") for k in of_type]
     for part in parts[:-1]:
         evidence += [(k, f"folder {part}") for k in lex.filenames.get(part, ())]

@@ -291,7 +291,8 @@ def render(lex: Lexicon, overlay: dict[str, Any], sources: list[dict[str, str]])
         "extensions": {k: sorted(v) for k, v in sorted(lex.extensions.items())},
         "filenames": {k: sorted(v) for k, v in sorted(lex.files.items())},
         "patterns": {k: sorted(v) for k, v in sorted(lex.patterns.items())},
-        "ecosystem_files": {name: sorted(ecos) for name, ecos in sorted(_by_file(overlay["ecosystem_files"]).items())},
+        "ecosystem_files": {name: sorted(ecos)
+                            for name, ecos in sorted(_by_file(overlay.get("ecosystem_files") or {}).items())},
         "imports": {eco: dict(sorted(names.items())) for eco, names in sorted(lex.imports.items())},
     }
     lines = ["{"]
@@ -320,9 +321,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stack-analyser", type=Path, required=True, help="a clone of specfy/stack-analyser")
     parser.add_argument("--stack-analyser-rev", default="HEAD")
     parser.add_argument("--out", type=Path, default=ROOT / "gitmem" / "data" / "tech.json")
+    parser.add_argument("--overlay", type=Path, default=HERE / "overlay.yaml")
     args = parser.parse_args(argv)
 
-    overlay = yaml.safe_load((HERE / "overlay.yaml").read_text(encoding="utf-8"))
+    overlay = yaml.safe_load(args.overlay.read_text(encoding="utf-8"))
     linguist = Repo(args.linguist, args.linguist_rev)
     stack = Repo(args.stack_analyser, args.stack_analyser_rev)
     languages, popular = linguist_languages(linguist)
@@ -332,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     merge_overlay(lex, overlay["techs"])
     ecosystems_of = {k: (v["ecosystems"] or []) for k, v in lex.techs.items()}
     take_linguist(lex, languages, popular, overlay["linguist"], ecosystems_of)
-    for ecosystem, names in overlay.get("imports", {}).items():
+    for ecosystem, names in (overlay.get("imports") or {}).items():
         for name, key in names.items():
             lex.imports[ecosystem][name] = key
     finish(lex)
