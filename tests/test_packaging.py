@@ -46,7 +46,7 @@ def test_the_built_wheel_carries_the_lexicon_and_the_templates(tmp_path: Path) -
     assert done.returncode == 0, done.stderr[-2000:]
     (wheel,) = (tmp_path / "dist").glob("gitmem-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"gitmem/data/tech.json", "gitmem/data/__init__.py", "gitmem/lexicon.py", "gitmem/pathprofile.py",
-            "gitmem/py.typed", "gitmem/templates/web/base.html"} <= names
+    assert {"gitmem/data/tech.json", "gitmem/data/tech-LICENSES.txt", "gitmem/data/__init__.py", "gitmem/lexicon.py",
+            "gitmem/pathprofile.py", "gitmem/py.typed", "gitmem/templates/web/base.html"} <= names
     data = json.loads(zipfile.ZipFile(wheel).read("gitmem/data/tech.json"))
     assert len(data["techs"]) >= 250

@@ -124,9 +124,9 @@ OVERLAY = {
 
 
 def build(tmp_path: Path, overlay: dict[str, object]) -> tuple[int, Path]:
-    linguist = commit_tree(tmp_path / "linguist", {"lib/linguist/languages.yml": LANGUAGES,
+    linguist = commit_tree(tmp_path / "linguist", {"lib/linguist/languages.yml": LANGUAGES, "LICENSE": "MIT (linguist)",
                                                    "lib/linguist/popular.yml": "- Python\n- Go\n"})
-    stack = commit_tree(tmp_path / "stack", {"src/rules/framework/django.ts": DJANGO,
+    stack = commit_tree(tmp_path / "stack", {"src/rules/framework/django.ts": DJANGO, "LICENSE": "MIT (specfy)",
                                              "src/rules/package_manager/pnpm.ts": PNPM})
     (tmp_path / "overlay.yaml").write_text(yaml.safe_dump(overlay, allow_unicode=True), encoding="utf-8")
     out = tmp_path / "tech.json"
@@ -148,6 +148,8 @@ def test_build_merges_the_sources_and_the_overlay(tmp_path: Path) -> None:
     assert [s["name"] for s in data["sources"]][:2] == ["github-linguist/linguist", "specfy/stack-analyser"]
     assert all(len(s["commit"]) == 40 for s in data["sources"][:2])
     assert data["ecosystem_files"] == {"pyproject.toml": ["python"]}
+    licences = (tmp_path / "tech-LICENSES.txt").read_text(encoding="utf-8")
+    assert "MIT (linguist)" in licences and "MIT (specfy)" in licences
     # The same inputs give the same bytes.
     again = tmp_path / "again.json"
     assert tool("build").main(["--linguist", str(tmp_path / "linguist"), "--stack-analyser", str(tmp_path / "stack"),

@@ -313,6 +313,15 @@ def render(lex: Lexicon, overlay: dict[str, Any], sources: list[dict[str, str]])
     return "\n".join(lines) + "\n"
 
 
+def notice(linguist: Repo, stack: Repo) -> str:
+    """The licences of the sources tech.json is drawn from, as their MIT licences ask to keep them."""
+    parts = ["tech.json holds data drawn from the projects below, under their licences, with gitmem's own\n"
+             "curated overlay (tools/tech-lexicon/overlay.yaml, MIT like gitmem).\n"]
+    for title, repo in (("github-linguist/linguist", linguist), ("specfy/stack-analyser", stack)):
+        parts.append(f"\n== {title} at {repo.commit()} ==\n\n{repo.show('LICENSE').strip()}\n")
+    return "".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the lexicon; print what the build had to leave out; fail on problems in the overlay."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -356,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(render(lex, overlay, sources), encoding="utf-8")
+    args.out.with_name(args.out.stem + "-LICENSES.txt").write_text(notice(linguist, stack), encoding="utf-8")
     kinds = defaultdict(int)
     for entry in lex.techs.values():
         kinds[entry["kinds"][0]] += 1
