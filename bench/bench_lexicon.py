@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -65,8 +66,6 @@ FILES: list[dict[str, Any]] = [
 
 def load(data: Path, labels: Path) -> list[dict[str, str]]:
     """The labelled statements: text, source file, label by source and label by reading."""
-    if not data.exists():
-        raise SystemExit(f"{data} not found; pass --data PATH")
     spec = json.loads(labels.read_text(encoding="utf-8"))
     by_source, by_reading = spec["by_source"], spec["by_reading"]
     rows = []
@@ -142,7 +141,8 @@ def speed(texts: list[str]) -> dict[str, float]:
     for path in paths:
         pathprofile.profile(path)
     per_path = (time.perf_counter() - started) / len(paths)
-    return {"data_load_ms_median": round(statistics.median(loads) * 1000, 2),
+    return {"load_average": round(os.getloadavg()[0], 2),
+            "data_load_ms_median": round(statistics.median(loads) * 1000, 2),
             "data_load_ms_max": round(max(loads) * 1000, 2),
             "statements": len(texts),
             "mentions_all_cold_ms": round(cold * 1000, 1), "mentions_all_cached_ms": round(cached * 1000, 2),
@@ -182,10 +182,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "lexicon.json")
     parser.add_argument("--show", type=int, default=8, help="misjudged statements to print per file")
     args = parser.parse_args(argv)
+    for path, flag in ((args.data, "--data PATH to cursorrules.jsonl"), (args.labels, "--labels PATH")):
+        if not path.exists():
+            parser.error(f"{path} not found; pass {flag}")
 
     rows = load(args.data, args.labels)
     if not rows:
-        raise SystemExit(f"{args.data} holds none of the rule files {args.labels} labels")
+        parser.error(f"{args.data} holds none of the rule files {args.labels} labels")
     all_texts = [json.loads(line)["text"] for line in args.data.read_text(encoding="utf-8").splitlines()]
     figures = speed(all_texts)
     named = [lexicon.mentions(r["text"]) for r in rows]
