@@ -177,7 +177,9 @@ class _Scanner:
         end = 0
         for token in _TOKEN.finditer(lower):
             start = token.start()
-            if start < end or (start and _is_word(lower[start - 1])):
+            # A word token starts after a non-word character by construction; a sign ("." of
+            # ".await", "$" of "$state") begins its own name even right after a word ("df.loc").
+            if start < end:
                 continue
             for phrase in self.index.get(token.group(), ()):
                 stop = start + len(phrase)

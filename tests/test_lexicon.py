@@ -101,6 +101,12 @@ def test_kinds_and_ecosystems() -> None:
 
 @pytest.mark.parametrize(("text", "expected"), [
     ("Go to the settings page", set()),
+    # A name inside a longer word is no name.
+    ("Use reactive forms", set()),
+    ("a rustic look", set()),
+    ("the go veterans", set()),
+    ("select rows with df.loc and df.iloc", {"pandas"}),
+    ("never block across fut.await", {"rust"}),
     ("Go ahead and merge", set()),
     ("Write services in Go", {"go"}),
     ("Go code must pass go vet", {"go", "govet"}),

@@ -87,6 +87,19 @@ def test_a_head_adds_what_the_file_imports(path: str, head: str, tech: str) -> N
     assert tech in profile(path, head).techs
 
 
+def test_an_import_of_a_library_of_two_ecosystems_keeps_the_file_in_its_own() -> None:
+    # python-socketio and socket.io share a name; a Python file importing it is still only Python's.
+    got = profile("app/ws.py", "import socketio\n")
+    assert "socketio" in got.techs and got.ecosystems == {"python"}
+    assert not applies(lexicon.mentions("We use pnpm, not npm"), got)
+
+
+def test_path_patterns_match_whole_folder_names() -> None:
+    assert "nextjs" in profile("app/dashboard/page.tsx").techs
+    assert "nextjs" in profile("web/app/dashboard/page.tsx").techs
+    assert "nextjs" not in profile("webapp/dashboard/page.tsx").techs
+
+
 def test_a_head_of_another_language_adds_nothing() -> None:
     # A Python import line in a Go file's head is not a Python import.
     assert profile("main.go", "import django\n").techs == frozenset()

@@ -46,6 +46,7 @@ register({
     { type: 'npm', name: /^@angular\\//, example: '@angular/forms' },
   ],
   detect: [detectAngular],
+  extensions: ['.ng', /\.ngx?$/],
 });
 
 const later = a / b;
@@ -60,6 +61,7 @@ def test_parse_register_reads_a_rule_object() -> None:
     assert rule["dependencies"] == [{"type": "npm", "name": "angular"},
                                     {"type": "npm", "name": {"regex": "^@angular\\/"}, "example": "@angular/forms"}]
     assert rule["detect"] == [{"ident": "detectAngular"}]
+    assert rule["extensions"] == [".ng", {"regex": "\\.ngx?$"}]
 
 
 def test_parse_register_refuses_what_it_cannot_read() -> None:
