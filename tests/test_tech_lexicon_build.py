@@ -46,7 +46,7 @@ register({
     { type: 'npm', name: /^@angular\\//, example: '@angular/forms' },
   ],
   detect: [detectAngular],
-  extensions: ['.ng', /\.ngx?$/],
+  extensions: ['.ng', /\\.ngx?$/],
 });
 
 const later = a / b;
