@@ -146,6 +146,8 @@ def test_kinds_and_ecosystems() -> None:
     ("Place logic in lib.rs, not main.rs", {"rust"}),
     ("use '@tanstack/react-router' with Vite", {"tanstack-router", "vite"}),
     ("鸿蒙应用用 ArkTS", {"arkts"}),
+    # Smart contracts are written in Python, Rust, Move and Cairo too.
+    ("Smart contracts are written in native Python", {"python"}),
 ])
 def test_mentions_with_ambiguous_words(text: str, expected: set[str]) -> None:
     assert lexicon.mentions(text) == expected, [(m.text, m.key) for m in lexicon.find(text)]
