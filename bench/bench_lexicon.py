@@ -181,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--labels", type=Path, default=LABELS)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "lexicon.json")
     parser.add_argument("--show", type=int, default=8, help="misjudged statements to print per file")
+    parser.add_argument("--keep", type=int, default=12, help="misjudged statements kept per file in the JSON")
     args = parser.parse_args(argv)
     for path, flag in ((args.data, "--data PATH to cursorrules.jsonl"), (args.labels, "--labels PATH")):
         if not path.exists():
@@ -225,6 +226,12 @@ def main(argv: list[str] | None = None) -> int:
         if wrong or refused:
             print()
 
+    for results in runs.values():
+        # Keep the results file small: the counts, and the first misjudged statements of each file.
+        for row in results:
+            for key in ("wrongly_accepted", "wrongly_refused"):
+                row[f"{key}_count"] = len(row[key])
+                row[key] = row[key][:args.keep]
     result = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"), "python": platform.python_version(),
         "statements": len(rows), "sources": sorted({r["source"] for r in rows}),
