@@ -146,7 +146,8 @@ def main() -> None:
         out: dict[str, Any] = {
             "memories": len(memories), "days": args.days, "sessions_a_day": args.sessions,
             "gitmem": {"percentiles": percentiles(list(new.values())), "histogram": histogram(list(new.values())),
-                       "at_0.95_or_more": sum(1 for v in new.values() if v >= 0.95), "archived_by_consolidation": archived_new,
+                       "at_0.95_or_more": sum(1 for v in new.values() if v >= 0.95),
+                       "archived_by_consolidation": archived_new,
                        "mean_by_days_used": {k: round(sum(v) / len(v), 3) for k, v in sorted(by_days.items())},
                        "memories_by_days_used": {k: len(v) for k, v in sorted(by_days.items())}},
             "old_rule": {"percentiles": percentiles(list(old.values())), "histogram": histogram(list(old.values())),
@@ -157,7 +158,8 @@ def main() -> None:
         }
         service.close()
     print(f"## Potency after {args.days} simulated days ({len(memories)} memories, {args.sessions} sessions a day)\n")
-    print("| | p5 | p25 | p50 | p75 | p95 | 0.95 or more | archived |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| | p5 | p25 | p50 | p75 | p95 | 0.95 or more | archived |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, row in (("gitmem", out["gitmem"]), ("old rule", out["old_rule"])):
         p = row["percentiles"]
         gone = row.get("archived_by_consolidation", row.get("archived"))

@@ -41,7 +41,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gitmem import details  # noqa: E402
 from gitmem.memories import Candidate  # noqa: E402
 from gitmem.service import MemoryService  # noqa: E402
 from gitmem.settings import Settings  # noqa: E402

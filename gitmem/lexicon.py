@@ -265,6 +265,12 @@ def mentions_in_name(name: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def category_spans(text: str) -> list[tuple[int, int, str]]:
+    """Where a text names a category of tools: (start, end, category) for each place, left to right."""
+    words = _category_of_word()
+    return [(start, end, words[phrase]) for start, end, phrase in _category_scanner().scan(text)]
+
+
 @functools.lru_cache(maxsize=4096)
 def categories(text: str) -> frozenset[str]:
     """The categories of tools a text asks about by their words ("which package manager?", "用什么包管理器")."""

@@ -8,20 +8,21 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import concepts, details, ranking
+from . import concepts, details, lexicon, pathprofile, ranking
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
-from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces
+from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces, category_term, techs_of
 from .semantic import Semantics
 from .settings import Settings
-from .templating import render_template
 from .similarity import dice, token_set
-from .words import query_terms
+from .templating import render_template
+from .words import Terms, query_terms
 
 #: How much the query's own wording (stop words and all) counts among hits alike in terms, and how
 #: many hits past the limit are read for it.
@@ -52,17 +53,57 @@ def _stamp(moment: datetime | None) -> float:
     return float(int(moment.timestamp())) if moment is not None else 0.0
 
 
-def _applies(memory: Memory, files: Sequence[str]) -> bool:
-    """Whether a memory applies to an agent working on ``files`` (any of them; all memories when none).
+_GENERIC_HEAD = re.compile(r"\s*(?:services?|tools?|tooling|systems?|platforms?|providers?|programs?|software|"
+                           r"solutions?|setup|engines?|apps?|工具|系统|平台|服务)\b", re.IGNORECASE)
+
+
+def lexicon_techs(memory: Memory) -> frozenset[str]:
+    """The technologies a memory names, in its words or its tags, as the index keeps them."""
+    return techs_of(memory.title, memory.text, memory.tags)
+
+
+def asked(query: str) -> Terms:
+    """A query's terms, where the words naming a kind of tool stand for every tool of that kind.
+
+    "What package manager do we use?" asks for memories naming npm, pnpm, yarn, uv...: the words
+    "package manager" become the kind's index term (:func:`gitmem.repo.category_term`), which a
+    memory naming any of them holds; "用什么包管理器" likewise.
+    """
+    spans = lexicon.category_spans(query)
+    if not spans:
+        return query_terms(query)
+    rest, last = [], 0
+    for start, end, _ in spans:
+        rest.append(query[last:start])
+        # "CI service", "linter tool": the word after a kind names nothing more.
+        head = _GENERIC_HEAD.match(query, end)
+        last = head.end() if head else end
+    rest.append(query[last:])
+    terms = query_terms(" , ".join(rest))
+    kinds = tuple(dict.fromkeys(category_term(c) for _, _, c in spans))
+    return Terms(terms.words + kinds, terms.pairs)
+
+
+def profiles_of(files: Sequence[str], heads: Mapping[str, str] | None = None) -> builtins.list[pathprofile.Profile]:
+    """What each file is (:func:`gitmem.pathprofile.profile`), with its first kilobytes where the caller read them."""
+    heads = heads or {}
+    return [pathprofile.profile(f, heads.get(f)) for f in files]
+
+
+def applies(paths: Sequence[str], techs: Collection[str], files: Sequence[str],
+            profiles: Sequence[pathprofile.Profile]) -> bool:
+    """Whether a memory applies to an agent working on ``files`` (any of them; every memory when none).
 
     A memory with ``paths`` is about those paths: it applies to the files they cover and to no
-    other. A memory without is a rule for everyone.
+    other. One without applies when the technologies it names fit one of the files
+    (:func:`gitmem.pathprofile.applies`): a team-wide rule, or one for the file's language, its
+    tools, or a framework the file shows signs of; never one naming another language or framework.
     """
     if not files:
         return True
-    if memory.paths:
-        return any(ranking.path_matches(p, f) for p in memory.paths for f in files)
-    return True
+    if paths:
+        return any(ranking.path_matches(p, f) for p in paths for f in files)
+    return pathprofile.applies_to_any(techs, profiles)
 
 
 def _newest_first(hits: builtins.list[Hit]) -> builtins.list[Hit]:
@@ -192,7 +233,7 @@ class Recall:
         superseded by a live one gives its place to that one. Equal scores go to the newer statement
         (to the second), then to the id, so the same query on the same repository ranks alike.
         """
-        terms = query_terms(query)
+        terms = asked(query)
         size = ns.index.size()
         weighted = ranking.weights(terms.words, ns.index.doc_freqs(terms.words), size)
         informative = [w for w, x in weighted.items() if x > 0]
@@ -248,52 +289,58 @@ class Recall:
         return _newest_first(hits[:limit])
 
     def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
-                *, record: bool = True, label: str | None = None) -> str:
+                *, record: bool = True, label: str | None = None, heads: Mapping[str, str] | None = None) -> str:
         """The Markdown block an agent should load for ``files`` (see :meth:`context_hits`).
 
         What it delivers counts as a use of each memory (unless ``record=False``).
         """
         files = [f for f in files if f and f.strip()]
-        hits = self.context_hits(namespace, files, query, limit)
+        hits = self.context_hits(namespace, files, query, limit, heads=heads)
         if record and hits:
             with self.namespaces.using(namespace) as ns:
                 ns.usage.record((h.memory.id for h in hits), now())
         return render_template("export/context.md.j2", namespace=label or namespace, hits=hits, files=files)
 
-    def context_hits(self, namespace: str, files: Sequence[str] = (), query: str = "",
-                     limit: int = 20) -> builtins.list[Hit]:
+    def context_hits(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
+                     *, heads: Mapping[str, str] | None = None) -> builtins.list[Hit]:
         """The memories an agent working on ``files`` should have, best first, and nothing else.
 
-        With a query, its hits (:meth:`recall`) that apply to the files; nothing when none does.
-        Without, the memories about the files (their ``paths`` cover one) first, then the rules
-        that apply to them, strongest first (potency x recency): a memory scoped to other paths,
-        or naming another language or framework, does not apply. Pending memories (extracted from
-        conversations, not yet promoted) are never in it.
+        With a query, its hits (:meth:`recall`) that apply to the files (:func:`applies`); nothing
+        when none does. Without, the memories about the files (their ``paths`` cover one) first,
+        then the rules that apply to them, strongest first (potency x recency). ``heads``: the
+        first kilobytes of files the caller could read, whose imports show the frameworks in use.
+        Pending memories (extracted from conversations, not yet promoted) are never in it.
         """
         files = [f for f in files if f and f.strip()]
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000")
+        profiles = profiles_of(files, heads)
         if query.strip():
             hits = self.recall(namespace, query, path=files, limit=1000 if files else limit, record=False,
                                include_pending=False)
-            return [h for h in hits if h.path_match or _applies(h.memory, files)][:limit]
+            return [h for h in hits if h.path_match or applies(
+                h.memory.paths, lexicon_techs(h.memory), files, profiles)][:limit]
         at = now()
         with self.namespaces.using(namespace) as ns:
             ns.synced()
-            memories = ns.index.all(states=["active"])
-            pending = ns.usage.pending(ids=[m.id for m in memories])
-        ranked: builtins.list[tuple[int, float, Hit]] = []
-        for memory in memories:
-            potency = ranking.effective_potency(memory, at, pending)
-            if potency < concepts.ARCHIVE_BELOW:
-                continue
-            matched = any(ranking.path_matches(p, f) for p in memory.paths for f in files)
-            if not matched and not _applies(memory, files):
-                continue
-            strength = ranking.score(memory, 1.0, potency, at, path_match=matched)
-            ranked.append((0 if matched else 1, strength, Hit(memory, strength, potency, matched)))
-        ranked.sort(key=lambda r: (r[0], -round(r[1], 9), -_stamp(r[2].memory.updated), r[2].memory.id))
-        return [hit for _, _, hit in ranked[:limit]]
+            live = ns.index.in_states(["active"])
+            pathful = {r: m.paths for r, m in ns.index.documents(c.rowid for c in live if c.pathful).items()}
+            pending = ns.usage.pending(ids=[c.id for c in live])
+            ranked: builtins.list[tuple[int, float, Candidate, float, bool]] = []
+            for c in live:
+                potency = ranking.potency_from(c.potency, c.since, c.tenured, pending.get(c.id), at)
+                if potency < concepts.ARCHIVE_BELOW:
+                    continue
+                paths = pathful.get(c.rowid, ())
+                matched = any(ranking.path_matches(p, f) for p in paths for f in files)
+                if not matched and not applies(paths, c.techs, files, profiles):
+                    continue
+                strength = ranking.score_from(c.state, c.fresh, 1.0, potency, at, path_match=matched)
+                ranked.append((0 if matched else 1, strength, c, potency, matched))
+            ranked.sort(key=lambda r: (r[0], -round(r[1], 9), -_stamp(r[2].updated), r[2].id))
+            ranked = ranked[:limit]
+            docs = ns.index.documents(r[2].rowid for r in ranked)
+        return [Hit(docs[c.rowid], strength, potency, matched) for _, strength, c, potency, matched in ranked]
 
     def status(self, namespace: str) -> dict[str, Any]:
         """Counts by state, type and potency tier, the head commit and any malformed files."""

@@ -192,7 +192,8 @@ def test_context_leaves_out_memories_scoped_to_other_paths(svc: MemoryService, t
     ids = [h.memory.id for h in hits]
     assert ids[0] == tour["We use pnpm, not npm"] and hits[0].path_match
     assert tour["Reports go through the SaaS MySQL"] not in ids
-    assert tour["Reports go through the SaaS MySQL"] in [h.memory.id for h in svc.context_hits("default", ["reports/x.sql"])]
+    about_reports = [h.memory.id for h in svc.context_hits("default", ["reports/x.sql"])]
+    assert tour["Reports go through the SaaS MySQL"] in about_reports
 
 
 def test_context_with_a_query_never_pads(svc: MemoryService, tour: dict[str, str]) -> None:

@@ -24,7 +24,18 @@ from __future__ import annotations
 
 from . import packing, receive
 from .buffers import Appended, Buffered, Buffers, Sealed
-from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, search_terms, text_hash
+from .index import (
+    Candidate,
+    Row,
+    SearchIndex,
+    UsageLog,
+    category_term,
+    is_memory_path,
+    match_tokens,
+    search_terms,
+    techs_of,
+    text_hash,
+)
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
 from .packing import ObjectCounts
@@ -42,5 +53,5 @@ __all__ = [
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "Watch", "WatchList", "check_channel",
     "check_namespace", "files_in_play", "is_memory_path", "match_tokens", "packing", "parse_trailers", "receive",
-    "refusal", "refused_part", "role_rank", "search_terms", "text_hash",
+    "category_term", "refusal", "refused_part", "role_rank", "search_terms", "techs_of", "text_hash",
 ]

@@ -24,6 +24,9 @@ import pygit2
 
 from ..concepts import TYPES, Memory, choices_from, options_from, parse, parse_time
 from ..errors import MalformedConcept
+from ..lexicon import categories as lexicon_categories
+from ..lexicon import kinds as lexicon_kinds
+from ..lexicon import mentions, mentions_in_name
 from ..similarity import normalise, tokens
 from ..words import document_terms
 from .store import Store, refused_part
@@ -47,6 +50,7 @@ CREATE TABLE IF NOT EXISTS memories(
     pathful INTEGER NOT NULL,
     vhash TEXT NOT NULL, -- the text's hash: what its sentence vector is stored under
     terms TEXT NOT NULL, -- what recall weighs (gitmem.words): stemmed words, word pairs, CJK pieces
+    techs TEXT NOT NULL, -- the technologies it names (gitmem.lexicon), for what applies to a file
     updated REAL NOT NULL, -- when it was last stated: newer statements rank first among equals
     supersedes TEXT NOT NULL -- ids of the memories it replaces, space-separated
 );
@@ -60,7 +64,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS vocab(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
-_SCHEMA_VERSION = "6"
+_SCHEMA_VERSION = "7"
 # A search scores every document that holds any of its tokens. Past this many postings it leaves
 # out the commonest tokens (recall still counts them in its coverage of the query): at 100,000
 # memories "use" alone is in a quarter of them, and scoring those took most of a query's time.
@@ -74,9 +78,30 @@ def match_tokens(title: str, text: str, tags: Iterable[str]) -> list[str]:
     return tokens(f"{title}\n{text}\n{' '.join(tags)}")
 
 
+def techs_of(title: str, text: str, tags: Iterable[str]) -> frozenset[str]:
+    """The technologies a memory names, in its words or its tags (a tag "rust", "go.mdc")."""
+    found = set(mentions(f"{title}\n{text}"))
+    for tag in tags:
+        found |= mentions_in_name(tag)
+    return frozenset(found)
+
+
 def search_terms(title: str, text: str, tags: Iterable[str]) -> list[str]:
-    """The terms a memory is found by (:func:`gitmem.words.document_terms` of its title, text and tags)."""
-    return list(document_terms(f"{title}\n{text}\n{' '.join(tags)}").all())
+    """The terms a memory is found by: the words of its title, text and tags, and the kinds of tool it names.
+
+    The words are :func:`gitmem.words.document_terms`'; a kind is a term (:func:`category_term`)
+    that a memory holds when it names a tool of that kind or the kind itself, so that "package
+    manager" finds a memory naming pnpm, and "database" one that says "database".
+    """
+    said = f"{title}\n{text}"
+    kinds = {category_term(k) for key in techs_of(title, text, tags) for k in lexicon_kinds(key)}
+    kinds |= {category_term(c) for c in lexicon_categories(said)}
+    return list(document_terms(f"{said}\n{' '.join(tags)}").all()) + sorted(kinds)
+
+
+def category_term(category: str) -> str:
+    """The index term for a kind of tool ("package_manager" -> "__package_manager"); no word looks like it."""
+    return f"__{category}"
 
 
 def text_hash(text: str) -> str:
@@ -115,6 +140,7 @@ class Candidate:
     terms: frozenset[str] = frozenset()
     updated: datetime | None = None
     supersedes: tuple[str, ...] = ()
+    techs: frozenset[str] = frozenset()
 
 
 def _connect(path: Path, *, durable: bool = True) -> sqlite3.Connection:
@@ -164,7 +190,7 @@ def _token_set(tokens: str) -> frozenset[str]:
 
 
 _CANDIDATE_COLUMNS = ("m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.vhash, "
-                      "m.terms, m.updated, m.supersedes")
+                      "m.terms, m.updated, m.supersedes, m.techs")
 
 
 def _duplicate_of(db: sqlite3.Connection, path: str) -> str:
@@ -345,13 +371,14 @@ class SearchIndex:
             return
         toks = " ".join(match_tokens(memory.title, memory.text, memory.tags))
         terms = " ".join(search_terms(memory.title, memory.text, memory.tags))
+        techs = " ".join(sorted(techs_of(memory.title, memory.text, memory.tags)))
         cur = db.execute(
             "INSERT INTO memories(id, path, type, state, norm, tokens, doc, potency, since, fresh, tenured, "
-            "pathful, vhash, terms, updated, supersedes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "pathful, vhash, terms, techs, updated, supersedes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (memory.id, path, memory.type, memory.state, normalise(memory.text), toks,
              memory_to_doc(memory), memory.potency, (memory.last_used or memory.created).timestamp(),
              (memory.last_used or memory.updated).timestamp(), int(memory.tenured), int(bool(memory.paths)),
-             text_hash(memory.text), terms, memory.updated.timestamp(), " ".join(memory.supersedes)),
+             text_hash(memory.text), terms, techs, memory.updated.timestamp(), " ".join(memory.supersedes)),
         )
         db.execute("INSERT INTO fts(rowid, terms) VALUES(?, ?)", (cur.lastrowid, terms))
 
@@ -387,10 +414,10 @@ class SearchIndex:
         stamp = functools.partial(datetime.fromtimestamp, tz=UTC)
         out = []
         for row in rows:
-            r, i, st, p, since, fresh, ten, pf, vh, terms, updated, sup = row[:12]
+            r, i, st, p, since, fresh, ten, pf, vh, terms, updated, sup, techs = row[:13]
             out.append(Candidate(r, i, st, p, stamp(since), stamp(fresh), bool(ten), bool(pf),
-                                 -row[12] if scored else 0.0, vh, _token_set(terms), stamp(updated),
-                                 tuple(sup.split())))
+                                 -row[13] if scored else 0.0, vh, _token_set(terms), stamp(updated),
+                                 tuple(sup.split()), _token_set(techs)))
         return out
 
     def successors(self) -> dict[str, str]:
@@ -425,6 +452,13 @@ class SearchIndex:
             return []
         rows = self.db.execute(f"SELECT {_CANDIDATE_COLUMNS} FROM memories m "
                                f"WHERE vhash IN ({','.join('?' * len(wanted))})", wanted).fetchall()
+        return self._candidates(rows, scored=False)
+
+    def in_states(self, states: Iterable[str]) -> list[Candidate]:
+        """Every memory in ``states``, with the fields to rank by (score 0), in id order."""
+        wanted = list(states)
+        rows = self.db.execute(f"SELECT {_CANDIDATE_COLUMNS} FROM memories m "
+                               f"WHERE state IN ({','.join('?' * len(wanted))}) ORDER BY id", wanted).fetchall()
         return self._candidates(rows, scored=False)
 
     def by_ids(self, ids: Iterable[str]) -> list[Candidate]:
