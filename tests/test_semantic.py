@@ -67,7 +67,7 @@ def test_paraphrases_rank_above_unrelated_memories(svc: MemoryService) -> None:
     svc.remember("default", "Lint all Python code with ruff.", type="convention")
     svc.remember("default", "Deploy to production on Thursdays.", type="convention")
     # "linter" names a kind of tool, ruff is one: the words people use for tools find it.
-    hits = svc.recall("default", "Which linter checks our Python sources?", record=False)
+    hits = svc.recall("default", "Which linter do we use for Python?", record=False)
     assert [h.memory.text for h in hits] == ["Lint all Python code with ruff."]
     # The offline encoder places this paraphrase at 0.36 from the rule: under the floor, so nothing.
     assert svc.recall("default", "Which tool checks the style of our Python sources?", record=False) == []
