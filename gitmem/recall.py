@@ -90,6 +90,13 @@ def profiles_of(files: Sequence[str], heads: Mapping[str, str] | None = None) ->
     return [pathprofile.profile(f, heads.get(f)) for f in files]
 
 
+def specific(techs: Collection[str], profiles: Sequence[pathprofile.Profile]) -> bool:
+    """Whether a memory names something one of the files is: its language, a tool or a framework it shows."""
+    return any(k in p.languages or k in p.techs or (lexicon.known(k) and lexicon.scope(k) == "tool"
+                                                    and lexicon.ecosystems(k) & p.ecosystems)
+               for k in techs for p in profiles)
+
+
 def applies(paths: Sequence[str], techs: Collection[str], files: Sequence[str],
             profiles: Sequence[pathprofile.Profile]) -> bool:
     """Whether a memory applies to an agent working on ``files`` (any of them; every memory when none).
@@ -307,7 +314,8 @@ class Recall:
 
         With a query, its hits (:meth:`recall`) that apply to the files (:func:`applies`); nothing
         when none does. Without, the memories about the files (their ``paths`` cover one) first,
-        then the rules that apply to them, strongest first (potency x recency). ``heads``: the
+        then the rules for what the files are (their language, tools and frameworks), then the
+        team-wide rules, each strongest first (potency x recency). ``heads``: the
         first kilobytes of files the caller could read, whose imports show the frameworks in use.
         Pending memories (extracted from conversations, not yet promoted) are never in it.
         """
@@ -336,7 +344,8 @@ class Recall:
                 if not matched and not applies(paths, c.techs, files, profiles):
                     continue
                 strength = ranking.score_from(c.state, c.fresh, 1.0, potency, at, path_match=matched)
-                ranked.append((0 if matched else 1, strength, c, potency, matched))
+                tier = 0 if matched else 1 if specific(c.techs, profiles) else 2
+                ranked.append((tier, strength, c, potency, matched))
             ranked.sort(key=lambda r: (r[0], -round(r[1], 9), -_stamp(r[2].updated), r[2].id))
             ranked = ranked[:limit]
             docs = ns.index.documents(r[2].rowid for r in ranked)
