@@ -85,9 +85,23 @@ def asked(query: str) -> Terms:
 
 
 def profiles_of(files: Sequence[str], heads: Mapping[str, str] | None = None) -> builtins.list[pathprofile.Profile]:
-    """What each file is (:func:`gitmem.pathprofile.profile`), with its first kilobytes where the caller read them."""
+    """What each file is (:func:`gitmem.pathprofile.profile`), with its first kilobytes where the caller read them.
+
+    ``heads`` may also hold the project's manifests (``package.json``, ``pyproject.toml``): a
+    file takes the signs its project's manifests show in the file's own ecosystems (a Django
+    dependency makes ``models.py`` Django's; a React one does not make it React's).
+    """
     heads = heads or {}
-    return [pathprofile.profile(f, heads.get(f)) for f in files]
+    project = [pathprofile.profile(name, head) for name, head in heads.items() if name not in files]
+    out = []
+    for f in files:
+        mine = pathprofile.profile(f, heads.get(f))
+        for other in project:
+            signs = frozenset(k for k in other.techs if lexicon.known(k) and lexicon.ecosystems(k) & mine.ecosystems)
+            if signs:
+                mine = mine | pathprofile.Profile(other.path, frozenset(), frozenset(), signs)
+        out.append(mine)
+    return out
 
 
 def specific(techs: Collection[str], profiles: Sequence[pathprofile.Profile]) -> bool:

@@ -47,6 +47,7 @@ from .repo import (
     ReplayGuard,
     Watch,
     WatchList,
+    file_heads,
     files_in_play,
     refusal,
     role_rank,
@@ -211,6 +212,10 @@ class MemoryService:
     def files_in_play(self, directory: Path, limit: int = 50) -> builtins.list[str]:
         """The files being worked on in an agent's project (a git working tree); [] outside one."""
         return files_in_play(directory, limit)
+
+    def file_heads(self, directory: Path, files: builtins.list[str]) -> dict[str, str]:
+        """The first kilobytes of ``files`` under ``directory`` and of their project's manifests (for ``context``)."""
+        return file_heads(directory, files)
 
     # --- git push --------------------------------------------------------------------------------
 

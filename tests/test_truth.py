@@ -207,3 +207,62 @@ def test_cli_recall_says_so_when_nothing_matches(gitmem: Run) -> None:
     done = gitmem("recall", "What car does the user drive?")
     assert isinstance(done, subprocess.CompletedProcess)
     assert "no memories found" in done.stdout.lower() + done.stderr.lower()
+
+
+# --- context for what the files are ------------------------------------------------------------------
+
+RULES = [
+    ("Use the ownership system to avoid data races in Rust", "rust"),
+    ("Prefer slices over arrays in Go code", "go"),
+    ("Use Django's ORM rather than raw SQL", "django"),
+    ("Type-hint every Python function", "python"),
+    ("Use React hooks, never class components", "react"),
+    ("Write commit messages in the imperative mood", "team"),
+    ("We use pnpm, not npm", "javascript"),
+]
+
+
+@pytest.fixture
+def rules(svc: MemoryService) -> dict[str, str]:
+    out = {}
+    for text, label in RULES:
+        memory = svc.remember("default", text, type="convention").memory
+        assert memory is not None
+        out[text] = label
+    return out
+
+
+def labels_of(svc: MemoryService, rules: dict[str, str], files: list[str], **kw: object) -> set[str]:
+    return {rules[h.memory.text] for h in svc.context_hits("default", files, **kw)}  # type: ignore[arg-type]
+
+
+def test_context_gives_a_file_its_languages_rules_and_the_teams_never_another_languages(
+        svc: MemoryService, rules: dict[str, str]) -> None:
+    assert labels_of(svc, rules, ["src/lib.rs"]) == {"rust", "team"}
+    assert labels_of(svc, rules, ["cmd/main.go"]) == {"go", "team"}
+    assert labels_of(svc, rules, ["README.md"]) == {"team"}
+    assert labels_of(svc, rules, ["src/app.ts", "package.json"]) == {"javascript", "team"}
+    # A framework's rule needs a sign of the framework: an import, or the project's manifest.
+    assert labels_of(svc, rules, ["app/models.py"]) == {"python", "team"}
+    assert labels_of(svc, rules, ["app/models.py"], heads={"app/models.py": "from django.db import models\n"}) \
+        == {"python", "django", "team"}
+    manifest = {"pyproject.toml": '[project]\ndependencies = ["django>=5"]\n'}
+    assert labels_of(svc, rules, ["app/models.py"], heads=manifest) == {"python", "django", "team"}
+    # A React dependency beside it does not make a Python file React's.
+    assert labels_of(svc, rules, ["app/models.py"], heads={"package.json": '{"dependencies": {"react": "^19"}}'}) \
+        == {"python", "team"}
+    # The rules for what the file is come before the team-wide ones.
+    first = svc.context_hits("default", ["src/lib.rs"])[0]
+    assert rules[first.memory.text] == "rust"
+
+
+def test_cli_context_reads_the_files_imports_and_the_projects_manifest(gitmem: Run, tmp_path: Path) -> None:
+    project = tmp_path / "shop"
+    (project / "app").mkdir(parents=True)
+    (project / "app" / "models.py").write_text("from django.db import models\n", encoding="utf-8")
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    for text, _ in RULES:
+        gitmem("remember", text, "--type", "convention")
+    block = gitmem("context", "app/models.py", cwd=project).stdout
+    assert "Django's ORM" in block and "Type-hint every Python function" in block
+    assert "Rust" not in block and "React" not in block and "Go code" not in block

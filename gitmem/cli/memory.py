@@ -345,7 +345,9 @@ def context(files: tuple[str, ...], query: str, limit: int, repo: Path | None, n
     else:
         name = ns_name(namespace)
         label, record = name, True
-    text = service().context(name, list(files), query, limit, record=record, label=label)
+    # The files' imports and their project's manifests show the frameworks in use, when they are here.
+    heads = service().file_heads(Path.cwd(), list(files)) if files else None
+    text = service().context(name, list(files), query, limit, record=record, label=label, heads=heads)
     emit({"namespace": label, "files": list(files), "context": text}, as_json, lambda: click.echo(text, nl=False))
 
 
