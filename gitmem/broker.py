@@ -46,6 +46,7 @@ MIRROR = "gitmem.mirror"
 MIRROR_ALL = "gitmem.mirror_all"
 DISTIL = "gitmem.distil"
 INGEST_SWEEP = "gitmem.ingest_sweep"
+EMBED = "gitmem.embed"
 
 
 def is_embedded(settings: Settings) -> bool:
@@ -194,6 +195,12 @@ class CeleryQueue:
         policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
         result = app_for(self.settings).send_task(DISTIL, args=[namespace, buffer_id], retry=True,
                                                   retry_policy=policy)
+        return str(result.id)
+
+    def enqueue_embed(self, namespace: str) -> str:
+        """Send the embedding of ``namespace``'s new memories to the workers; returns the task id."""
+        policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
+        result = app_for(self.settings).send_task(EMBED, args=[namespace], retry=True, retry_policy=policy)
         return str(result.id)
 
 

@@ -741,6 +741,9 @@ class TaskQueue(Protocol):
     def enqueue_distil(self, namespace: str, buffer_id: str) -> str:
         """Queue the distilling of a sealed conversation buffer; returns the task id."""
 
+    def enqueue_embed(self, namespace: str) -> str:
+        """Queue the embedding of the memories that have no sentence vector yet; returns the task id."""
+
 
 @dataclass(frozen=True)
 class Dispatched:

@@ -324,3 +324,190 @@ def language(text: str) -> str:
     cjk = len(re.findall(f"[{_CJK}]", text))
     latin = len(re.findall(r"[A-Za-z]+", text))
     return "zh" if cjk > latin else "en"
+
+
+# --- corrections: a statement that replaces an earlier one --------------------------------------
+
+# Words that mark a statement as replacing what was said before. "Instead of" alone does not: in
+# rules it states a preference ("Use async/await instead of callbacks"); of the 5,064 real
+# statements in tests/data, pairs it marked were preferences, never changes.
+_CORRECTION = re.compile(
+    r"\b(?:now|no longer|not any ?more|moved|switched|changed|migrated|replaced|correction|"
+    r"actually|from now on|going forward|updated? to)\b"
+    r"|改为|改成|改到|改用|不再|现在|换成|换到|换用|更正|调整为|变成|变为|以后",
+    re.IGNORECASE)
+# Words that add to what was said: "I also speak French" does not correct "I speak Portuguese".
+_ADDITION = re.compile(r"\b(?:also|too|as well|in addition|additionally|besides)\b|也|还有|还|另外|此外",
+                       re.IGNORECASE)
+# What follows these is the value replaced: "no longer Java", "instead of the release branch",
+# "not Tuesdays", "moved from yarn to pnpm", "不再用 Jenkins".
+_REPLACED = re.compile(
+    r"\b(?:no longer(?: use| using)?|not|instead of|rather than|(?:moved|switched|changed|migrated|went) "
+    r"(?:away )?from|replacing|replaced)\s+([^,.;:!?]{1,60})"
+    r"|(?:不再(?:用|使用|是)?|而不是|不是|取代|从)\s*([^，。；,.;]{1,20})",
+    re.IGNORECASE)
+# An update changes one value of a statement and keeps the rest: the rest must match this well.
+_SAME_REST = 0.8
+# A marked correction must still be about what the old statement was about: this share of its words.
+_SAME_TOPIC = 0.75
+
+
+_VALUE = re.compile(r"(?=.*\d)[\w.:+@-]+|[a-z0-9-]+(?:\.[a-z0-9-]+){2,}|[^@\s]+@[^@\s]+")
+
+
+def _value_like(name: str) -> bool:
+    """Whether a name is a value (a version, time, port, phone number, host or address), not a thing."""
+    return "/" not in name and bool(_VALUE.fullmatch(name))
+
+
+_ENVIRONMENT_ANY = re.compile(
+    "|".join(rf"(?<![\w-]){re.escape(w)}s?(?![\w-])" if w.isascii() else re.escape(w)
+             for w in sorted(_ENVIRONMENTS, key=len, reverse=True)), re.IGNORECASE)
+
+
+def _masked(text: str) -> str:
+    """``text`` with its details (numbers, names, identifiers, weekdays, environments) blanked out."""
+    folded = _fold(text)
+    found = details(text)
+    every = found.all()
+    out = _IDENTIFIER.sub(lambda m: " " if m.group(0).lower().rstrip(".:") in every else m.group(0), folded)
+    out = _NUMBER.sub(" ", out)
+    out = _WEEKDAY.sub(" ", out)
+    out = _ENVIRONMENT_ANY.sub(" ", out)
+    words = sorted(found.names | found.examples, key=len, reverse=True)
+    ascii_words = [w for w in words if w.isascii()]
+    if ascii_words:
+        pattern = "|".join(re.escape(w) for w in ascii_words)
+        out = re.sub(rf"(?<![\w-])(?:{pattern})s?(?![\w-])", " ", out, flags=re.IGNORECASE)
+    for word in words:
+        if not word.isascii():
+            out = out.replace(word, " ")
+    return out
+
+
+@functools.lru_cache(maxsize=16384)
+def _rest(text: str) -> tuple[str, ...]:
+    """The content words of a statement once its details and correction words are taken out."""
+    return tuple(w for w in _content(_CORRECTION.sub(" ", _masked(text))) if w not in _NEGATIONS)
+
+
+def _replaced(text: str) -> frozenset[str]:
+    """What a statement says it replaces, as detail values and content words ("no longer Java": java)."""
+    out: set[str] = set()
+    for match in _REPLACED.finditer(_fold(text)):
+        said = match.group(1) or match.group(2) or ""
+        out |= details(said).all() | set(_content(said))
+    return frozenset(out)
+
+
+def _slots(found: Details) -> dict[str, frozenset[str]]:
+    """The details by kind, a number that is part of a name ("10" of "10:00", "555" of "555-0202") left to the name."""
+    kinds = found.kinds()
+    kinds["number"] = frozenset(n for n in found.numbers if not any(
+        re.search(rf"(?<![\d.]){re.escape(n)}(?![\d])", name) for name in found.names))
+    return kinds
+
+
+def _changed(new: Details, old: Details, *, extra: bool) -> tuple[str, frozenset[str], frozenset[str]] | None:
+    """The one value that changed between two statements' details: (kind, new values, old values), or None.
+
+    One value of one kind is gone from ``old`` and another stands in its place in ``new`` (a number
+    that is part of a name counts with the name); nothing else differs, unless ``extra`` lets the
+    new statement add details of its own (a marked correction often says more).
+    """
+    found: list[tuple[str, frozenset[str], frozenset[str]]] = []
+    mine_all, theirs_all = _slots(new), _slots(old)
+    for kind, mine in mine_all.items():
+        theirs = theirs_all[kind]
+        match = _MATCH.get(kind, str.__eq__)
+        new_only = frozenset(x for x in mine if not any(match(x, y) for y in theirs))
+        old_only = frozenset(y for y in theirs if not any(match(x, y) for x in mine))
+        if old_only or (new_only and not extra):
+            found.append((kind, new_only, old_only))
+    if len(found) != 1:
+        return None
+    kind, new_only, old_only = found[0]
+    if len(old_only) != 1 or not new_only or (len(new_only) != 1 and not extra):
+        return None
+    return kind, new_only, old_only
+
+
+def update_of(new: str, old: str) -> str | None:
+    """Why ``new`` replaces ``old`` (a correction, or the same statement with one value changed), or None.
+
+    - "The API rate limit is 250 requests per minute" replaces "... 100 requests per minute": the
+      same statement with one value (a number, name, weekday, environment, or one swapped word)
+      changed, and nothing else.
+    - A statement marked as a correction ("now", "no longer", "instead of", "moved to",
+      "correction:", 改为, 不再, 现在...) replaces one about the same thing whose value it changes
+      ("Standup moved to 10:00" / "Our standup is at 9:30") or names as replaced ("I switched to
+      Rust, no longer Java" / "I mostly write Java at work").
+    - A statement that adds ("also", "too", "as well", 也, 还) replaces nothing, and two rules
+      that differ in two things ("PPT body text is 18pt" / "PPT titles are 28pt") are two rules.
+    """
+    if normalised_same(new, old):
+        return None
+    marked = bool(_CORRECTION.search(_fold(new)))
+    if _ADDITION.search(_fold(new)) and not marked:
+        return None
+    dn, do = details(new), details(old)
+    changed = _changed(dn, do, extra=marked)
+    swap = None if changed is not None else swapped(new, old)
+    if changed is not None or swap is not None:
+        rest_new, rest_old = _rest(new), _rest(old)
+        if changed is not None:
+            kind, new_values, old_values = changed
+            what = f"{kind} {', '.join(sorted(old_values))} -> {', '.join(sorted(new_values))}"
+            # Unmarked, only a value changes a statement: a number, weekday, environment, or a name
+            # that holds a digit or a dot (a version, host, time or phone number). "Use proper
+            # Tailwind configuration" and "Use proper session configuration" are two rules.
+            valued = kind in ("number", "weekday", "environment") or (
+                kind == "name" and all(map(_value_like, new_values | old_values)))
+        else:
+            assert swap is not None
+            what, valued = f"wording {swap[1]} -> {swap[0]}", False
+        same_rest = difflib.SequenceMatcher(None, rest_new, rest_old, autojunk=False).ratio() >= _SAME_REST
+        if same_rest and (marked or valued):
+            return f"the same statement with its {what}"
+        if marked and rest_old and sum(1 for w in set(rest_old) if w in rest_new) / len(set(rest_old)) >= _SAME_TOPIC:
+            return f"a correction: {what}"
+    if not marked:
+        return None
+    replaced = _replaced(new)
+    named = replaced & (do.all() | set(_content(old)))
+    if not named:
+        return None
+    rest_new, rest_old = _rest(new), _rest(old)
+    if not rest_old or set(rest_old) & set(rest_new):
+        return f"a correction: it replaces {', '.join(sorted(named))}"
+    return None
+
+
+def may_update(text: str) -> bool:
+    """Whether ``text`` could replace an earlier statement at all (:func:`update_of`), cheaply.
+
+    It must be marked as a correction, or name a value (a number, weekday, environment, or a
+    name holding a digit or a dot) that could have changed: most statements do neither, and the
+    write gate then looks for nothing to supersede.
+    """
+    if _CORRECTION.search(_fold(text)):
+        return True
+    found = _slots(details(text))
+    return bool(found["number"] or found["weekday"] or found["environment"]
+                or any(map(_value_like, found["name"])))
+
+
+def normalised_same(a: str, b: str) -> bool:
+    """Whether two statements are the same once case, punctuation and spacing are set aside."""
+    return re.sub(r"[\W_]+", "", _fold(a).casefold()) == re.sub(r"[\W_]+", "", _fold(b).casefold())
+
+
+def one_value_apart(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` are one statement with one value or word changed, whatever it is.
+
+    Broader than :func:`update_of` (which retires a memory): recall uses it only to rank the
+    newer of two such live memories first ("... called Lighthouse" above "... called Harbor").
+    """
+    if _changed(details(a), details(b), extra=False) is None and swapped(a, b) is None:
+        return False
+    return difflib.SequenceMatcher(None, _rest(a), _rest(b), autojunk=False).ratio() >= _SAME_REST

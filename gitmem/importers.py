@@ -174,11 +174,11 @@ class Importer:
         for n, item in enumerate(items):
             if n in outcomes:
                 o = outcomes[n]
-                out.append(Imported(o.label, o.outcome, o.memory_id, o.reason, notes[n]))
+                out.append(Imported(o.label, o.outcome, o.memory_id, o.reason, o.proposed, note=notes[n]))
             else:
                 memory_id, where = seen[digests[n]]
                 out.append(Imported(item.candidate.label or item.key, "skipped", memory_id,
-                                    f"imported before, in {where[:10]}", notes[n]))
+                                    f"imported before, in {where[:10]}", note=notes[n]))
         out += [Imported(p.label, "refused", None, p.reason) for p in problems]
         return ImportReport(namespace, fmt, commit, dry_run, tuple(out))
 

@@ -15,13 +15,17 @@ from typing import Any
 from . import concepts, details
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
-from .repo import Change, Commit, Guard, Namespace, Namespaces, match_tokens
+from .repo import Change, Commit, Guard, Namespace, Namespaces, match_tokens, search_terms
 from .semantic import Semantics
 from .settings import Settings
 from .similarity import dice, normalise
 
 log = logging.getLogger(__name__)
 AUTO_SOURCES = ("agent", "import", "consolidation")
+#: Sources whose statements may correct an earlier one (an import or a merge restates, it does not correct).
+CORRECTING_SOURCES = ("user", "agent", "slack")
+#: The most memories one statement supersedes.
+MOST_SUPERSEDED = 3
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,10 @@ class WriteResult:
     memory: Memory | None
     commit: str | None
     similar_to: str | None = None
+    #: Memories the new one supersedes that this commit archived (a person's correction).
+    retired: tuple[str, ...] = ()
+    #: Memories it supersedes that stay live until a review archives them (an agent's correction).
+    proposed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the outcome, the memory after the write, the commit and ``similar_to``."""
@@ -40,6 +48,8 @@ class WriteResult:
             "memory": self.memory.to_dict() if self.memory else None,
             "commit": self.commit,
             "similar_to": self.similar_to,
+            "retired": list(self.retired),
+            "proposed": list(self.proposed),
         }
 
 
@@ -81,10 +91,13 @@ class Outcome:
     outcome: str
     memory_id: str | None
     reason: str = ""
+    #: Live memories this one supersedes, left to a review to archive.
+    proposed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
-        return {"label": self.label, "outcome": self.outcome, "memory_id": self.memory_id, "reason": self.reason}
+        return {"label": self.label, "outcome": self.outcome, "memory_id": self.memory_id, "reason": self.reason,
+                "proposed": list(self.proposed)}
 
 
 @dataclass(frozen=True)
@@ -120,6 +133,8 @@ class _Decided:
     memory: Memory | None
     similar_to: str | None
     reason: str
+    retired: tuple[str, ...] = ()
+    proposed: tuple[str, ...] = ()
 
 
 class _Batch:
@@ -158,6 +173,16 @@ class _Batch:
         return files, parsed
 
 
+def _superseding(decided: _Decided, batch: _Batch) -> str:
+    """A commit body naming what a correction supersedes, and whether it archived it or leaves it to review."""
+    lines = []
+    for old_id in decided.retired:
+        lines.append(f"Supersedes {old_id}, archived: {batch.memories[old_id].text}")
+    for old_id in decided.proposed:
+        lines.append(f"Supersedes {old_id}, to be archived when a review approves it")
+    return "\n\n".join(lines)
+
+
 def _merges(item: Candidate) -> bool:
     """Whether the write gate merges the candidate into a memory that says the same (not a user's own)."""
     return item.source in AUTO_SOURCES or item.state == "pending"
@@ -167,16 +192,20 @@ class Memories:
     """Remember, amend, forget, revert and restore memories in any namespace."""
 
     def __init__(self, namespaces: Namespaces, settings: Settings,
-                 on_added: Callable[[str], None] | None = None, semantics: Semantics | None = None) -> None:
+                 on_added: Callable[[str], None] | None = None, semantics: Semantics | None = None,
+                 on_proposed: Callable[[str, str, tuple[str, ...], str], None] | None = None) -> None:
         """Work on ``namespaces``; ``on_added(namespace)`` is called after a write adds a memory.
 
         ``semantics``: the write gate also finds an agent's statement that says an existing
-        memory's rule in other words (or another language).
+        memory's rule in other words (or another language). ``on_proposed(namespace, new_id,
+        old_ids, actor)`` is called after a write adds a memory that supersedes live ones which
+        a review must retire (an agent's correction; see :mod:`gitmem.corrections`).
         """
         self.namespaces = namespaces
         self.settings = settings
         self.on_added = on_added
         self.semantics = semantics
+        self.on_proposed = on_proposed
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -229,7 +258,8 @@ class Memories:
             outcome = self._gate(ns, head, item, near, batch)
             memory = outcome.memory
             assert memory is not None  # remember gives no id, so nothing is skipped
-            result.update(outcome=outcome.outcome, memory=memory, similar_to=outcome.similar_to)
+            result.update(outcome=outcome.outcome, memory=memory, similar_to=outcome.similar_to,
+                          retired=outcome.retired, proposed=outcome.proposed)
             files, parsed = batch.files()
             if outcome.outcome == "reinforced":
                 return Change(files, f"reinforce: {memory.title}", "reinforce", (memory.id,), item.source,
@@ -237,14 +267,17 @@ class Memories:
             if outcome.outcome == "merged":
                 return Change(files, f"merge: {memory.title}", "merge", (memory.id,), item.source, item.author,
                               body=f"A statement {outcome.reason} was merged in:\n\n{item.text}")
-            return Change(files, f"remember: {memory.title}", "remember", (memory.id,), item.source, item.author,
-                          parsed=parsed)
+            return Change(files, f"remember: {memory.title}", "remember", (memory.id, *outcome.retired),
+                          item.source, item.author, parsed=parsed, body=_superseding(outcome, batch))
 
         with self.namespaces.using(namespace) as ns:
             commit = ns.commit(plan)
         if result["outcome"] == "added":
             self._announce(namespace)
-        return WriteResult(result["outcome"], result["memory"], commit, result["similar_to"])
+        if commit and result["proposed"]:
+            self._propose(namespace, result["memory"].id, result["proposed"], item.author or item.source)
+        return WriteResult(result["outcome"], result["memory"], commit, result["similar_to"],
+                           result["retired"], result["proposed"])
 
     def remember_many(self, namespace: str, candidates: Iterable[Candidate], *, message: str,
                       action: str = "import", actor: str | None = None, body: str = "",
@@ -286,7 +319,8 @@ class Memories:
                     continue
                 decided = self._gate(ns, head, item, near_by[number], batch, repeat=repeat)
                 outcomes.append(Outcome(labels[number], decided.outcome,
-                                        decided.memory.id if decided.memory else None, decided.reason))
+                                        decided.memory.id if decided.memory else None, decided.reason,
+                                        decided.proposed))
             result["outcomes"] = tuple(outcomes)
             files, parsed = batch.files()
             if dry_run or not files:
@@ -301,6 +335,10 @@ class Memories:
         outcomes: tuple[Outcome, ...] = result["outcomes"]
         if commit and any(o.outcome == "added" for o in outcomes):
             self._announce(namespace)
+        for number, outcome in enumerate(outcomes):
+            item = items[number]
+            if commit and outcome.proposed and outcome.memory_id and item is not None:
+                self._propose(namespace, outcome.memory_id, outcome.proposed, item.author or actor or item.source)
         return BatchResult(outcomes, commit)
 
     def _clean(self, item: Candidate) -> Candidate:
@@ -379,6 +417,7 @@ class Memories:
                 batch.put(old, new)
                 return _Decided("merged", new, old.id, how)
         memory_id = item.id or concepts.new_id()
+        replaced = self._replaced(ns, head, item, batch) if item.source in CORRECTING_SOURCES else []
         title = item.title or self.title_from(item.text)
         path = ns.free_path(head, item.type, title, memory_id)
         if path in batch.paths:
@@ -392,12 +431,52 @@ class Memories:
                         last_used=item.last_used, access_count=item.access_count or 0,
                         options=tuple(item.options), active=item.active,
                         choices=(concepts.Choice(item.active, at, item.author, item.choice_reason),)
-                        if item.active else ())
+                        if item.active else (), supersedes=tuple(old.id for old, _ in replaced))
         batch.add(memory, norm)
-        return _Decided("added", memory, None, "")
+        if not replaced:
+            return _Decided("added", memory, None, "")
+        why = "; ".join(f"supersedes {old.id} ({how})" for old, how in replaced)
+        if item.source == "user" and item.state == "active":
+            # A person's correction retires what it corrects in the same commit: reverting it restores both.
+            for old, _ in replaced:
+                batch.put(old, old.replace(state="archived", archived_reason=f"superseded by {memory_id}",
+                                           updated=at))
+            return _Decided("added", memory, None, why, retired=tuple(old.id for old, _ in replaced))
+        return _Decided("added", memory, None, why, proposed=tuple(old.id for old, _ in replaced))
+
+    def _replaced(self, ns: Namespace, head: Commit, item: Candidate, batch: _Batch) -> list[tuple[Memory, str]]:
+        """The live memories a new statement corrects (:func:`gitmem.details.update_of`), with why; newest first."""
+        if not details.may_update(item.text):
+            return []
+        found: dict[str, tuple[Memory, str]] = {}
+        rows = [row.memory for row, _ in ns.index.search(search_terms("", item.text, ()), limit=10)]
+        for memory in [*rows, *(m for m in batch.memories.values() if m.id in batch.added)]:
+            if memory.id in found or memory.state == "archived" or memory.type == "techchoice":
+                continue
+            how = details.update_of(item.text, memory.text)
+            if how is not None:
+                found[memory.id] = (batch.memories.get(memory.id) or ns.current(head, memory.id), how)
+        ranked = sorted(found.values(), key=lambda f: (-f[0].updated.timestamp(), f[0].id))
+        return ranked[:MOST_SUPERSEDED]
+
+    def _propose(self, namespace: str, new_id: str, old_ids: tuple[str, ...], actor: str) -> None:
+        """Hand an agent's correction to the review hook (a failure there never fails the write)."""
+        if self.on_proposed is None:
+            return
+        try:
+            self.on_proposed(namespace, new_id, old_ids, actor)
+        except Exception:
+            log.exception("opening the review of %s superseding %s in %s failed", new_id, old_ids, namespace)
 
     def _announce(self, namespace: str) -> None:
-        """Tell the after-write hook that memories were added (it may start a consolidation)."""
+        """Embed what was added if the model is loaded here, and tell the after-write hook (it may start a run)."""
+        if self.semantics is not None and self.semantics.loaded:
+            try:
+                with self.namespaces.using(namespace) as ns:
+                    ns.synced()
+                    self.semantics.fill(ns)
+            except Exception:  # a vector is derived state: the next recall makes it
+                log.exception("embedding the new memories of %s failed", namespace)
         if self.on_added is None:
             return
         try:
@@ -447,7 +526,7 @@ class Memories:
         """The live memory an agent's statement says again, and how alike they are; (None, "") if none."""
         mine = frozenset(match_tokens(title, text, tags))
         found: list[tuple[float, str, Memory]] = []
-        for row, _ in ns.index.search(mine, limit=20):
+        for row, _ in ns.index.search(search_terms(title, text, tags), limit=20):
             score = dice(mine, row.tokens)
             if score >= self.settings.high_similarity:
                 found.append((score, f"{score:.2f} alike in words", row.memory))

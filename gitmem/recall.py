@@ -8,19 +8,26 @@ from __future__ import annotations
 
 import builtins
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import concepts, ranking
+from . import concepts, details, lexicon, pathprofile, ranking
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
-from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces
+from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces, category_term, techs_of
 from .semantic import Semantics
 from .settings import Settings
-from .similarity import token_set
+from .similarity import dice, token_set
 from .templating import render_template
+from .words import Terms, query_terms
+
+#: How much the query's own wording (stop words and all) counts among hits alike in terms, and how
+#: many hits past the limit are read for it.
+EXACTNESS = 0.05
+EXACT_RERANK = 10
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,100 @@ class Hit:
         if self.memory.options:
             out["options_table"] = concepts.options_table(self.memory)
         return out
+
+
+def _stamp(moment: datetime | None) -> float:
+    """A time as whole seconds since the epoch (0 for none): ties break by the second, then by id."""
+    return float(int(moment.timestamp())) if moment is not None else 0.0
+
+
+_GENERIC_HEAD = re.compile(r"\s*(?:services?|tools?|tooling|systems?|platforms?|providers?|programs?|software|"
+                           r"solutions?|setup|engines?|apps?|工具|系统|平台|服务)\b", re.IGNORECASE)
+
+
+def lexicon_techs(memory: Memory) -> frozenset[str]:
+    """The technologies a memory names, in its words or its tags, as the index keeps them."""
+    return techs_of(memory.title, memory.text, memory.tags)
+
+
+def asked(query: str) -> Terms:
+    """A query's terms, where the words naming a kind of tool stand for every tool of that kind.
+
+    "What package manager do we use?" asks for memories naming npm, pnpm, yarn, uv...: the words
+    "package manager" become the kind's index term (:func:`gitmem.repo.category_term`), which a
+    memory naming any of them holds; "用什么包管理器" likewise.
+    """
+    spans = lexicon.category_spans(query)
+    if not spans:
+        return query_terms(query)
+    rest, last = [], 0
+    for start, end, _ in spans:
+        rest.append(query[last:start])
+        # "CI service", "linter tool": the word after a kind names nothing more.
+        head = _GENERIC_HEAD.match(query, end)
+        last = head.end() if head else end
+    rest.append(query[last:])
+    terms = query_terms(" , ".join(rest))
+    kinds = tuple(dict.fromkeys(category_term(c) for _, _, c in spans))
+    return Terms(terms.words + kinds, terms.pairs)
+
+
+def profiles_of(files: Sequence[str], heads: Mapping[str, str] | None = None) -> builtins.list[pathprofile.Profile]:
+    """What each file is (:func:`gitmem.pathprofile.profile`), with its first kilobytes where the caller read them.
+
+    ``heads`` may also hold the project's manifests (``package.json``, ``pyproject.toml``): a
+    file takes the signs its project's manifests show in the file's own ecosystems (a Django
+    dependency makes ``models.py`` Django's; a React one does not make it React's).
+    """
+    heads = heads or {}
+    project = [pathprofile.profile(name, head) for name, head in heads.items() if name not in files]
+    out = []
+    for f in files:
+        mine = pathprofile.profile(f, heads.get(f))
+        for other in project:
+            signs = frozenset(k for k in other.techs if lexicon.known(k) and lexicon.ecosystems(k) & mine.ecosystems)
+            if signs:
+                mine = mine | pathprofile.Profile(other.path, frozenset(), frozenset(), signs)
+        out.append(mine)
+    return out
+
+
+def specific(techs: Collection[str], profiles: Sequence[pathprofile.Profile]) -> bool:
+    """Whether a memory names something one of the files is: its language, a tool or a framework it shows."""
+    return any(k in p.languages or k in p.techs or (lexicon.known(k) and lexicon.scope(k) == "tool"
+                                                    and lexicon.ecosystems(k) & p.ecosystems)
+               for k in techs for p in profiles)
+
+
+def applies(paths: Sequence[str], techs: Collection[str], files: Sequence[str],
+            profiles: Sequence[pathprofile.Profile]) -> bool:
+    """Whether a memory applies to an agent working on ``files`` (any of them; every memory when none).
+
+    A memory with ``paths`` is about those paths: it applies to the files they cover and to no
+    other. One without applies when the technologies it names fit one of the files
+    (:func:`gitmem.pathprofile.applies`): a team-wide rule, or one for the file's language, its
+    tools, or a framework the file shows signs of; never one naming another language or framework.
+    """
+    if not files:
+        return True
+    if paths:
+        return any(ranking.path_matches(p, f) for p in paths for f in files)
+    return pathprofile.applies_to_any(techs, profiles)
+
+
+def _newest_first(hits: builtins.list[Hit]) -> builtins.list[Hit]:
+    """``hits`` with each newer statement moved above an older one it restates with a value changed.
+
+    "The office Wi-Fi network is called Lighthouse" then goes above "... called Harbor" said
+    before it, whatever their scores: among live memories that conflict, the newer wins.
+    """
+    out = list(hits)
+    for i in range(len(out)):
+        for j in range(i + 1, len(out)):
+            old, new = out[i].memory, out[j].memory
+            if new.updated > old.updated and details.one_value_apart(new.text, old.text):
+                out.insert(i, out.pop(j))
+    return out
 
 
 @dataclass(frozen=True)
@@ -63,14 +164,16 @@ class Recall:
         self.settings = settings
         self.semantics = semantics
 
-    def show(self, namespace: str, memory_id: str) -> Memory:
-        """One memory by id."""
+    def show(self, namespace: str, memory_id: str, *, record: bool = False) -> Memory:
+        """One memory by id; ``record``: it was opened by a person or fetched by an agent, which is a use."""
         memory_id = check_id(memory_id)
         with self.namespaces.using(namespace) as ns:
             head = ns.synced()
             memory = ns.index.get(memory_id)
             if memory is None:
                 raise ns.not_found(head, memory_id)
+            if record and memory.state != "archived":
+                ns.usage.record([memory.id], now())
         return memory
 
     def list(self, namespace: str, *, state: str | None = None, type: str | None = None,
@@ -93,7 +196,9 @@ class Recall:
 
         Archived memories and those whose potency fell below 0.10 are never returned unless
         ``include_archived``; pending ones (waiting for consolidation to promote them) unless
-        ``include_pending`` is False. Every returned memory counts as one use (unless ``record=False``).
+        ``include_pending`` is False. Every memory a query returns counts as a use (unless
+        ``record=False``: a search page, a person's search in Slack); a listing, with no query,
+        never does.
         """
         if not isinstance(query, str):
             raise InvalidInput("query must be a string")
@@ -110,7 +215,7 @@ class Recall:
                 hits = self._matching(ns, query, files, limit, at, include_archived, include_pending)
             else:
                 hits = self._strongest(ns, files, limit, at, include_archived, include_pending)
-            if record and hits:
+            if record and query and hits:
                 ns.usage.record((h.memory.id for h in hits), at)
         return hits
 
@@ -141,64 +246,124 @@ class Recall:
 
     def _matching(self, ns: Namespace, query: str, files: builtins.list[str], limit: int, at: datetime,
                   include_archived: bool, include_pending: bool) -> builtins.list[Hit]:
-        """Matches of a query ranked as :meth:`recall` says, decoding the documents of the hits only.
+        """Hits of a query ranked as :meth:`recall` says, decoding the documents of the hits only.
 
-        Two lists are fused by reciprocal rank (:func:`ranking.fused`): the text matches by BM25
-        and word coverage, and, when semantics are on, the memories whose sentence vectors are
-        nearest the query's (so "package manager" finds "We use pnpm", and a Chinese query its
-        English memory).
+        A memory is a hit on evidence (:func:`ranking.relevance`): by its words, when it holds at
+        least half of what the query's informative words weigh, or by its meaning alone, when its
+        sentence vector is at least ``settings.recall_floor`` (a cosine) from the query's. A memory
+        superseded by a live one gives its place to that one. Equal scores go to the newer statement
+        (to the second), then to the id, so the same query on the same repository ranks alike.
         """
-        q = token_set(query)
-        want = ranking.candidates(limit)
-        found = ns.index.candidates(q, limit=want)
-        top = max((c.score for c in found), default=0.0) or 1.0
-        words = {c.id: round(0.5 * c.score / top + 0.5 * len(q & c.tokens) / len(q), 9) for c in found}
-        lexical = sorted(found, key=lambda c: (-words[c.id], c.id))
-        near: builtins.list[Candidate] = []
+        terms = asked(query)
+        size = ns.index.size()
+        weighted = ranking.weights(terms.words, ns.index.doc_freqs(terms.words), size)
+        informative = [w for w, x in weighted.items() if x > 0]
+        found = ns.index.candidates(informative + list(terms.pairs), limit=ranking.candidates(limit)) \
+            if informative else []
         cosines: dict[str, float] = {}
-        if self.semantics is not None and self.semantics.enabled:
-            cosines = dict(self.semantics.search(ns, query, ranking.SEMANTIC_CANDIDATES, self.settings.recall_floor))
-            near = sorted(ns.index.by_hashes(cosines), key=lambda c: (-cosines[c.vhash], c.id))
-        relevance = ranking.fused([(c.id, words[c.id]) for c in lexical],
-                                  [(c.id, round(cosines[c.vhash], 6)) for c in near])
-        pool = {c.id: c for c in near} | {c.id: c for c in lexical}
-        pending = ns.usage.pending(ids=list(pool))
+        if self.semantics is not None and self.semantics.enabled and terms.words:
+            cosines = self.semantics.nearest(ns, query, ranking.SEMANTIC_CANDIDATES, also=[c.vhash for c in found])
+        lowest = self.settings.recall_floor - ranking.CROSS_LINGUAL
+        near = [c for c in ns.index.by_hashes(h for h, cos in cosines.items() if cos >= lowest)]
+        pool = {c.id: c for c in near} | {c.id: c for c in found}
+        relevance: dict[str, float] = {}
+        for c in pool.values():
+            floor = ranking.floor_for(self.settings.recall_floor, terms.words, c.terms)
+            value = ranking.relevance(ranking.lexical(weighted, terms.pairs, c.terms), cosines.get(c.vhash), floor,
+                                      quoted=ranking.quoted(weighted, terms.pairs, c.terms))
+            if value is not None:
+                relevance[c.id] = value
+        # A superseded memory still live (its successor waits for review) gives way to its successor.
+        successors = ns.index.successors()
+        for old_id in [i for i in relevance if i in successors]:
+            new_id = successors[old_id]
+            if new_id not in pool:
+                pool.update({c.id: c for c in ns.index.by_ids([new_id])})
+            if new_id in pool:
+                relevance[new_id] = max(relevance.get(new_id, 0.0), relevance[old_id])
+            del relevance[old_id]
+        pending = ns.usage.pending(ids=list(relevance))
         paths: dict[int, tuple[str, ...]] = {}
         if files:
-            paths = {r: m.paths for r, m in ns.index.documents(c.rowid for c in pool.values() if c.pathful).items()}
+            paths = {r: m.paths for r, m in ns.index.documents(
+                pool[i].rowid for i in relevance if pool[i].pathful).items()}
         ranked: builtins.list[tuple[float, Candidate, float, bool]] = []
-        for c in pool.values():
+        for memory_id, value in relevance.items():
+            c = pool[memory_id]
             if (c.state == "archived" and not include_archived) or (c.state == "pending" and not include_pending):
                 continue
             potency = ranking.potency_from(c.potency, c.since, c.tenured, pending.get(c.id), at)
             if potency < concepts.ARCHIVE_BELOW and not include_archived:
                 continue
             matched = any(ranking.path_matches(p, f) for p in paths.get(c.rowid, ()) for f in files)
-            ranked.append((ranking.score_from(c.state, c.fresh, relevance[c.id], potency, at, path_match=matched),
+            ranked.append((ranking.score_from(c.state, c.fresh, value, potency, at, path_match=matched),
                            c, potency, matched))
-        ranked.sort(key=lambda r: (-r[0], r[1].id))
-        ranked = ranked[:limit]
+        ranked.sort(key=lambda r: (-round(r[0], 9), -_stamp(r[1].updated), r[1].id))
+        # The best few are read whole: of two that hold the query's terms alike ("prop" and
+        # "props" are one term), the one written as the query is wins, by a hair.
+        ranked = ranked[:limit + EXACT_RERANK]
         docs = ns.index.documents(c.rowid for _, c, _, _ in ranked)
-        return [Hit(docs[c.rowid], score, potency, matched) for score, c, potency, matched in ranked]
+        said = token_set(query)
+        hits = [Hit(docs[c.rowid], score * (1 + EXACTNESS * dice(said, token_set(docs[c.rowid].text))), potency,
+                    matched) for score, c, potency, matched in ranked]
+        hits.sort(key=lambda h: (-round(h.score, 9), -_stamp(h.memory.updated), h.memory.id))
+        return _newest_first(hits[:limit])
 
     def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
-                *, record: bool = True, label: str | None = None) -> str:
-        """The Markdown block an agent should load: memories about ``files`` first, then the strongest others.
+                *, record: bool = True, label: str | None = None, heads: Mapping[str, str] | None = None) -> str:
+        """The Markdown block an agent should load for ``files`` (see :meth:`context_hits`).
 
-        Pending memories (extracted from conversations, not yet promoted) are never in it.
+        What it delivers counts as a use of each memory (unless ``record=False``).
         """
         files = [f for f in files if f and f.strip()]
-        hits = self.recall(namespace, query, path=files, limit=limit, record=False,
-                           include_pending=False) if files else []
-        seen = {h.memory.id for h in hits}
-        if len(hits) < limit:
-            hits += [h for h in self.recall(namespace, query, limit=limit, record=False, include_pending=False)
-                     if h.memory.id not in seen]
-        hits = hits[:limit]
+        hits = self.context_hits(namespace, files, query, limit, heads=heads)
         if record and hits:
             with self.namespaces.using(namespace) as ns:
                 ns.usage.record((h.memory.id for h in hits), now())
         return render_template("export/context.md.j2", namespace=label or namespace, hits=hits, files=files)
+
+    def context_hits(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
+                     *, heads: Mapping[str, str] | None = None) -> builtins.list[Hit]:
+        """The memories an agent working on ``files`` should have, best first, and nothing else.
+
+        With a query, its hits (:meth:`recall`) that apply to the files (:func:`applies`); nothing
+        when none does. Without, the memories about the files (their ``paths`` cover one) first,
+        then the rules for what the files are (their language, tools and frameworks), then the
+        team-wide rules, each strongest first (potency x recency). ``heads``: the
+        first kilobytes of files the caller could read, whose imports show the frameworks in use.
+        Pending memories (extracted from conversations, not yet promoted) are never in it.
+        """
+        files = [f for f in files if f and f.strip()]
+        if not 1 <= limit <= 1000:
+            raise InvalidInput("limit must be between 1 and 1000")
+        profiles = profiles_of(files, heads)
+        if query.strip():
+            hits = self.recall(namespace, query, path=files, limit=1000 if files else limit, record=False,
+                               include_pending=False)
+            return [h for h in hits if h.path_match or applies(
+                h.memory.paths, lexicon_techs(h.memory), files, profiles)][:limit]
+        at = now()
+        with self.namespaces.using(namespace) as ns:
+            ns.synced()
+            live = ns.index.in_states(["active"])
+            pathful = {r: m.paths for r, m in ns.index.documents(c.rowid for c in live if c.pathful).items()}
+            pending = ns.usage.pending(ids=[c.id for c in live])
+            ranked: builtins.list[tuple[int, float, Candidate, float, bool]] = []
+            for c in live:
+                potency = ranking.potency_from(c.potency, c.since, c.tenured, pending.get(c.id), at)
+                if potency < concepts.ARCHIVE_BELOW:
+                    continue
+                paths = pathful.get(c.rowid, ())
+                matched = any(ranking.path_matches(p, f) for p in paths for f in files)
+                if not matched and not applies(paths, c.techs, files, profiles):
+                    continue
+                strength = ranking.score_from(c.state, c.fresh, 1.0, potency, at, path_match=matched)
+                tier = 0 if matched else 1 if specific(c.techs, profiles) else 2
+                ranked.append((tier, strength, c, potency, matched))
+            ranked.sort(key=lambda r: (r[0], -round(r[1], 9), -_stamp(r[2].updated), r[2].id))
+            ranked = ranked[:limit]
+            docs = ns.index.documents(r[2].rowid for r in ranked)
+        return [Hit(docs[c.rowid], strength, potency, matched) for _, strength, c, potency, matched in ranked]
 
     def status(self, namespace: str) -> dict[str, Any]:
         """Counts by state, type and potency tier, the head commit and any malformed files."""

@@ -6,8 +6,9 @@
 of memories are semantic neighbours (consolidation). With ``GITMEM_EMBEDDINGS=none`` it is
 off, and every caller works on words alone.
 
-Vectors are filled lazily: a recall embeds at most :data:`RECALL_BUDGET` texts that lack one
-(a write adds one memory, so the next recall finds it), a plan or ``gitmem vectors`` embeds
+Vectors are made when memories are written: at once in a process whose model is loaded (a
+server), else by the workers right after (``gitmem.embed``), else by the next recall, which
+embeds at most :data:`RECALL_BUDGET` texts that lack one; a plan or ``gitmem vectors`` embeds
 them all. A text that has no vector yet is still found by its words.
 """
 
@@ -74,6 +75,11 @@ class Semantics:
                 self._model = self._factory() if self.enabled else None
                 self._built = True
             return self._model
+
+    @property
+    def loaded(self) -> bool:
+        """Whether this process has built its model already (so embedding a new memory costs no load)."""
+        return self._built and self._model is not None
 
     def store(self, ns: Namespace) -> VectorStore | None:
         """The namespace's vector file for the model, or None when semantics are off."""
@@ -195,6 +201,20 @@ class Semantics:
         if space is None or vector is None:
             return []
         return space.search(vector, k, floor)
+
+    def nearest(self, ns: Namespace, text: str, k: int, also: Sequence[str] = ()) -> dict[str, float]:
+        """The cosine of ``text`` to its ``k`` nearest live memories and to the texts ``also`` names (by hash)."""
+        if not self.enabled:
+            return {}
+        self.fill(ns, budget=RECALL_BUDGET)
+        space = self.space(ns)
+        vector = self.query(text)
+        if space is None or vector is None:
+            return {}
+        found = dict(space.search(vector, k))
+        missing = [h for h in also if h not in found]
+        found.update(space.cosines(vector, missing))
+        return found
 
     def neighbours(self, ns: Namespace, hashes: Sequence[str], threshold: float, k: int,
                    progress: Progress | None = None) -> Neighbours | None:

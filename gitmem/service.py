@@ -24,6 +24,7 @@ from . import agents, importers
 from . import export as exporting
 from .concepts import check_id, iso, now
 from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
+from .corrections import Corrections
 from .embeddings import Embeddings
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
 from .graph import Graph, Graphs
@@ -46,6 +47,7 @@ from .repo import (
     ReplayGuard,
     Watch,
     WatchList,
+    file_heads,
     files_in_play,
     refusal,
     role_rank,
@@ -85,7 +87,8 @@ class MemoryService:
         self._semantics = Semantics(settings, self._embeddings)
         recall = Recall(self._namespaces, settings, self._semantics)
         memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None,
-                            semantics=self._semantics)
+                            semantics=self._semantics, on_proposed=self._supersede)
+        self._corrections = Corrections(self._namespaces, memories, self.reviews)
         self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm,
                                             self._leases, self._semantics)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
@@ -105,6 +108,7 @@ class MemoryService:
         self.list = recall.list
         self.recall = recall.recall
         self.context = recall.context
+        self.context_hits = recall.context_hits
         self._recall_status = recall.status
         self.history = recall.history
         self.log = recall.log
@@ -208,6 +212,10 @@ class MemoryService:
     def files_in_play(self, directory: Path, limit: int = 50) -> builtins.list[str]:
         """The files being worked on in an agent's project (a git working tree); [] outside one."""
         return files_in_play(directory, limit)
+
+    def file_heads(self, directory: Path, files: builtins.list[str]) -> dict[str, str]:
+        """The first kilobytes of ``files`` under ``directory`` and of their project's manifests (for ``context``)."""
+        return file_heads(directory, files)
 
     # --- git push --------------------------------------------------------------------------------
 
@@ -426,8 +434,17 @@ class MemoryService:
 
         return embeddings_from_settings(self.settings)
 
+    def _supersede(self, namespace: str, new_id: str, old_ids: tuple[str, ...], actor: str) -> None:
+        """Open the review that retires what an agent's statement corrects (see :mod:`gitmem.corrections`)."""
+        self._corrections.propose(namespace, new_id, old_ids, actor=actor)
+
     def _added(self, namespace: str) -> None:
-        """After a write added a memory: queue consolidation when the trigger rule says so."""
+        """After a write added a memory: have it embedded, and queue consolidation when the trigger rule says so."""
+        if self._semantics.enabled and not self._semantics.loaded:
+            try:
+                self.queue.enqueue_embed(namespace)
+            except Exception:  # the next recall embeds it instead
+                log.exception("queueing the embedding of %s failed", namespace)
         if not self._consolidation.should_trigger(namespace):
             return
         state = self._consolidation.state(namespace)

@@ -115,7 +115,7 @@ class Settings:
     semantic_threshold: float = 0.45
     semantic_neighbours: int = 8
     semantic_duplicate: float = 0.85
-    recall_floor: float = 0.25
+    recall_floor: float = 0.45
 
     # Ingestion: a conversation's active buffer is sealed and distilled at this many tokens, or
     # after this long without a message; a worker holds a sealed buffer this long while it

@@ -29,6 +29,7 @@ from .broker import (
     CONSOLIDATE,
     CONSOLIDATE_ALL,
     DISTIL,
+    EMBED,
     INGEST_SWEEP,
     MAINTAIN,
     MAINTAIN_ALL,
@@ -157,6 +158,11 @@ def _ingest_sweep(task: Any) -> dict[str, list[str]]:
     return queued
 
 
+def _embed(task: Any, namespace: str) -> dict[str, Any]:
+    """Embed the memories of ``namespace`` that have no sentence vector yet (written since the last time)."""
+    return _service(task.app).vectors(namespace)
+
+
 def _register(app: Celery) -> None:
     app.task(name=CONSOLIDATE, bind=True)(_consolidate)
     app.task(name=CONSOLIDATE_ALL, bind=True)(_consolidate_all)
@@ -166,6 +172,7 @@ def _register(app: Celery) -> None:
     app.task(name=MIRROR_ALL, bind=True)(_mirror_all)
     app.task(name=DISTIL, bind=True)(_distil)
     app.task(name=INGEST_SWEEP, bind=True)(_ingest_sweep)
+    app.task(name=EMBED, bind=True)(_embed)
 
 
 def _lazy_app() -> Celery:

@@ -77,9 +77,10 @@ def gitmem(settings: Settings) -> Run:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
     env["GITMEM_HOME"] = str(settings.home)
 
-    def run(*args: str, input: bytes | None = None, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    def run(*args: str, input: bytes | None = None, ok: bool = True,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         done = subprocess.run([sys.executable, "-m", "gitmem", *args], env=env, input=input,
-                              capture_output=True)
+                              capture_output=True, cwd=cwd)
         result = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
                                              done.stderr.decode())
         if ok:

@@ -57,7 +57,7 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
-                                  "bench_mcp", "bench_push", "bench_graph"])
+                                  "bench_mcp", "bench_push", "bench_graph", "bench_lexicon"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -118,3 +118,23 @@ def test_bench_push_times_both_servers(data: Path, tmp_path: Path) -> None:
     figures = bench.run(texts, 2, 3, tmp_path)
     assert set(figures["median_ratio_to_floor"]) == {"gitmem_main", "gitmem_review"}
     assert all(v > 0 for v in figures["median_seconds"].values())
+
+
+def test_bench_lexicon_scores_the_labelled_rule_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "lexicon.json"
+    assert script("bench_lexicon").main(["--out", str(out), "--show", "2"]) == 0
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["statements"] == 600 and len(result["paths_only"]) == 7
+    for run in ("paths_only", "with_heads", "paths_only_text_and_source_name"):
+        for row in result[run]:
+            # Filtering never makes a file's share of fitting rules worse than taking everything.
+            assert row["by_reading"]["applicable"] >= row["by_reading"]["baseline_applicable"], (run, row["file"])
+    assert result["speed"]["statements"] == 5064
+    assert "| file | heads |" in capsys.readouterr().out
+
+
+def test_bench_lexicon_refuses_data_without_its_rule_files(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        script("bench_lexicon").main(["--data", str(data)])
+    assert exited.value.code == 2
+    assert "holds none of the rule files" in capsys.readouterr().err

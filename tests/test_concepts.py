@@ -247,14 +247,31 @@ def test_decay_is_lazy_and_computing_it_twice_changes_nothing() -> None:
     assert concepts.parse(concepts.render(fresh), fresh.path).potency_at(later) == first
 
 
-def test_each_use_adds_0_3_capped_at_1() -> None:
+def gained(potency: float, uses: int = 1) -> float:
+    """Potency after ``uses`` uses at once: each closes 30% of the gap to 1."""
+    for _ in range(uses):
+        potency += 0.3 * (1 - potency)
+    return potency
+
+
+def test_each_use_closes_30_percent_of_the_gap_to_1() -> None:
     once = memory().with_use(T0)
-    assert once.potency == pytest.approx(1.0)
+    assert once.potency == pytest.approx(0.86)
     assert once.access_count == 1 and once.last_used == T0
     faded = memory(potency=0.2).with_use(T0 + timedelta(days=1))
-    assert faded.potency == pytest.approx(0.2 * 0.95 + 0.3, abs=1e-4)
+    assert faded.potency == pytest.approx(gained(0.2 * 0.95), abs=1e-4)
     three = memory(potency=0.1).with_use(T0, count=3)
-    assert three.potency == 1.0 and three.access_count == 3
+    assert three.potency == pytest.approx(gained(0.1, 3), abs=1e-4) and three.access_count == 3
+    # Used every day, a memory settles below 1, where a day's decay and a use balance (0.895).
+    daily = memory(potency=0.8)
+    for day in range(1, 120):
+        daily = daily.with_use(T0 + timedelta(days=day))
+    assert daily.potency == pytest.approx(0.3 / (1 - 0.95 * 0.7), abs=1e-3)
+    # Used every week it settles lower: potency says how much a memory is used.
+    weekly = memory(potency=0.8)
+    for week in range(1, 30):
+        weekly = weekly.with_use(T0 + timedelta(days=7 * week))
+    assert 0.5 < weekly.potency < 0.65
 
 
 def test_tiers() -> None:
@@ -313,11 +330,11 @@ def test_potency_decays_from_the_last_use_not_from_creation() -> None:
 def test_a_use_decays_from_the_last_use_then_adds_0_3() -> None:
     old = memory(created=T0 - timedelta(days=100), last_used=T0 - timedelta(days=2), potency=0.5)
     again = old.with_use(T0)
-    assert again.potency == pytest.approx(0.5 * 0.95**2 + 0.3, abs=1e-4)
+    assert again.potency == pytest.approx(gained(0.5 * 0.95**2), abs=1e-4)
     assert (again.last_used, again.access_count) == (T0, 1)
     # Uses counted together decay only up to the first of them.
     twice = memory(potency=0.2).with_use(T0 + timedelta(days=3), count=2)
-    assert twice.potency == pytest.approx(0.2 * 0.95**3 + 0.6, abs=1e-4)
+    assert twice.potency == pytest.approx(gained(0.2 * 0.95**3, 2), abs=1e-4)
 
 
 def test_decay_before_the_start_or_without_a_start_changes_nothing() -> None:
@@ -350,16 +367,16 @@ def test_ids_and_times() -> None:
 def test_decay_does_not_assume_tenure() -> None:
     later = T0 + timedelta(days=100)
     assert concepts.decayed(0.5, T0, later) == pytest.approx(0.5 * 0.95**100)
-    assert concepts.used(0.5, T0, later) == pytest.approx(0.5 * 0.95**100 + 0.3)
+    assert concepts.used(0.5, T0, later) == pytest.approx(gained(0.5 * 0.95**100))
     assert concepts.decayed(0.5, T0, later, tenured=True) == concepts.ACTIVE_FLOOR
 
 
 def test_uses_add_to_the_count_and_potency_is_kept_to_four_places() -> None:
     used = memory(access_count=5, potency=0.123456).with_use(T0 + timedelta(days=1), count=3)
     assert used.access_count == 8
-    assert used.potency == round(min(1.0, 0.123456 * 0.95 + 0.9), 4)
+    assert used.potency == round(gained(0.123456 * 0.95, 3), 4)
     once = memory(potency=0.1).with_use(T0 + timedelta(hours=7))
-    assert once.potency == round(0.1 * 0.95 ** (7 / 24) + 0.3, 4)
+    assert once.potency == round(gained(0.1 * 0.95 ** (7 / 24)), 4)
     assert frontmatter(concepts.render(memory(potency=0.123456)))["potency"] == 0.1235
 
 

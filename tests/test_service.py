@@ -115,7 +115,9 @@ def test_show_list_and_recall(svc: MemoryService, fsck: Fsck) -> None:
     assert len(svc.list("default", offset=2)) == 1
     hits = svc.recall("default", "database reviewers")
     assert hits[0].memory.id == b.id
-    assert {h.memory.id for h in hits} == {b.id, c.id}
+    # c shares only "database", the commoner word: a third of what the query says is no evidence.
+    assert {h.memory.id for h in hits} == {b.id}
+    assert {h.memory.id for h in svc.recall("default", "database")} == {b.id, c.id}
     assert svc.recall("default", "nothing like this at all") == []
     fsck("default")
 
@@ -176,7 +178,7 @@ def test_write_gate(svc: MemoryService, fsck: Fsck, text: str, same: str, simila
     assert after.potency == pytest.approx(0.85, abs=1e-3)
     assert similar in git(repo(svc), "log", "-1", "--format=%b", "main"), "the merged text is in the log"
 
-    # Normalised-identical text reinforces the existing memory: one use (+0.3, capped), no new file.
+    # Normalised-identical text reinforces the existing memory: one use (30% of what it lacks of 1), no new file.
     again = svc.remember("default", same, source="agent", tags=["deps"])
     assert again.outcome == "reinforced" and again.similar_to == original.id
     assert changed(svc, again.commit) == [original.path]
@@ -184,7 +186,7 @@ def test_write_gate(svc: MemoryService, fsck: Fsck, text: str, same: str, simila
     stored = file_at(svc, original.path)
     assert stored.access_count == 1 and stored.text == text
     assert stored.tags == ("js", "tooling", "deps")
-    assert stored.potency == 1.0
+    assert stored.potency == pytest.approx(0.85 + 0.3 * 0.15, abs=1e-3)
 
     # A user's own similar statement may be a correction: it is kept as a new memory.
     own = svc.remember("default", correction, source="user")
@@ -298,10 +300,12 @@ def test_the_write_gate_merges_into_a_pending_memory_and_keeps_it_pending(svc: M
 def test_the_write_gate_never_lifts_potency_past_1(svc: MemoryService) -> None:
     memory = svc.remember("default", STORED).memory
     assert memory is not None
-    svc.remember("default", STORED.upper(), source="agent")  # reinforced: 0.8 + 0.3, capped at 1
-    for text in (AT_0_8, "Always run all the unit tests before you push"):
-        assert svc.remember("default", text, source="agent").outcome == "merged"
-        assert svc.show("default", memory.id).potency == 1.0
+    for _ in range(3):  # reinforced: 0.8 -> 0.86 -> 0.902 -> 0.9314 (30% of the gap each time)
+        svc.remember("default", STORED.upper(), source="agent")
+    assert svc.show("default", memory.id).potency == pytest.approx(0.9314, abs=1e-4)
+    for text, expected in ((AT_0_8, 0.9814), ("Always run all the unit tests before you push", 1.0)):
+        assert svc.remember("default", text, source="agent").outcome == "merged"  # +0.05, capped at 1
+        assert svc.show("default", memory.id).potency == pytest.approx(expected, abs=1e-4)
 
 
 def test_remember_defaults_and_limits(svc: MemoryService) -> None:
@@ -534,22 +538,26 @@ def test_recall_records_usage_without_a_commit_and_folds_it_later(svc: MemorySer
     c = svc.remember("default", "Unrelated: lunch is at noon.").memory
     assert a and b and c
     before = head(svc)
-    hits = svc.recall("default", "merging branches")
+    hits = svc.recall("default", "merging")
     assert {h.memory.id for h in hits} == {a.id, b.id}
     svc.recall("default", "rebased feature branches")
     assert head(svc) == before, "a read costs no commit"
-    assert svc.status("default")["pending_uses"] == 3
+    assert svc.status("default")["pending_uses"] == 2, "a use a day, b one: a's two recalls today are one use"
     again = {h.memory.id: h.potency for h in svc.recall("default", "merging", record=False)}
-    assert again[b.id] == pytest.approx(1.0), "pending uses count before they are folded"
+    assert again[b.id] == pytest.approx(0.86, abs=1e-4), "pending uses count before they are folded"
+    # A listing is no use, nor is a search that returns nothing.
+    svc.recall("default", "")
+    assert svc.recall("default", "quarterly tax filing") == []
+    assert svc.status("default")["pending_uses"] == 2
 
     commit = svc.fold_usage("default", actor="cron")
     assert commit == head(svc)
     assert git(repo(svc), "rev-list", "--count", f"{before}..main").strip() == "1"
     assert changed(svc, commit) == sorted([a.path, b.path])
     assert "Action: usage" in trailers(svc, commit)
-    assert file_at(svc, a.path).access_count == 2
+    assert file_at(svc, a.path).access_count == 1
     assert file_at(svc, b.path).access_count == 1
-    assert file_at(svc, b.path).potency == pytest.approx(1.0)
+    assert file_at(svc, b.path).potency == pytest.approx(0.86)
     assert file_at(svc, c.path).access_count == 0
     assert svc.status("default")["pending_uses"] == 0
     assert svc.fold_usage("default") is None
@@ -590,10 +598,11 @@ def test_potency_decays_lazily_and_old_memories_stop_being_recalled(svc: MemoryS
     assert everything[old.id] < concepts.ARCHIVE_BELOW
 
 
-def test_a_use_revives_a_fading_memory_by_0_3(svc: MemoryService) -> None:
+def test_a_use_revives_a_fading_memory_by_a_share_of_what_it_lacks(svc: MemoryService) -> None:
     fading = aged(30, text="Fading note on cache invalidation.")
     put(svc, fading)
-    expected = 0.8 * 0.95**30 + 0.3
+    faded = 0.8 * 0.95**30
+    expected = faded + 0.3 * (1 - faded)
     svc.recall("default", "cache invalidation")
     svc.fold_usage("default")
     assert file_at(svc, fading.path).potency == pytest.approx(expected, abs=2e-3)

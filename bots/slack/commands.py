@@ -73,7 +73,8 @@ def run(bot: Bot, cmd: Command, command: dict[str, Any], respond: Respond, clien
         respond(response_type="ephemeral", text=f"{cards.heading}: {escape(result.memory.title)}",
                 blocks=bot.render_cards(cards))
     elif cmd.name == "recall":
-        hits = service.recall(ns, cmd.text, limit=RECALL_LIMIT)
+        # A person's search, not a delivery: it is no use of the memories it lists.
+        hits = service.recall(ns, cmd.text, limit=RECALL_LIMIT, record=False)
         if not hits:
             respond(response_type="ephemeral",
                     text=f"Nothing in `{escape(ns)}` matches “{escape(clip(cmd.text, 100))}”. Try other "

@@ -192,7 +192,7 @@ def recall(query: str, paths: tuple[str, ...], limit: int, archived: bool, no_re
 def show(memory_id: str, namespace: str | None, as_json: bool) -> None:
     """Show one memory with all its fields (for one merged away: the memory that replaced it)."""
     try:
-        memory = service().show(ns_name(namespace), memory_id)
+        memory = service().show(ns_name(namespace), memory_id, record=True)  # a person opened it: a use
     except MemoryNotFound as exc:
         raise service().reviews.missing(ns_name(namespace), memory_id, exc) from None
     emit(memory.to_dict(), as_json, lambda: click.echo(concepts.render(memory).decode(), nl=False))
@@ -345,7 +345,9 @@ def context(files: tuple[str, ...], query: str, limit: int, repo: Path | None, n
     else:
         name = ns_name(namespace)
         label, record = name, True
-    text = service().context(name, list(files), query, limit, record=record, label=label)
+    # The files' imports and their project's manifests show the frameworks in use, when they are here.
+    heads = service().file_heads(Path.cwd(), list(files)) if files else None
+    text = service().context(name, list(files), query, limit, record=record, label=label, heads=heads)
     emit({"namespace": label, "files": list(files), "context": text}, as_json, lambda: click.echo(text, nl=False))
 
 

@@ -389,6 +389,6 @@ def build_server(service: MemoryService, access: Access) -> GitmemMCP:
         with _resource_errors():
             ns = check_namespace(namespace)
             access.require(ns, "reader")
-            return concepts.render(service.show(ns, memory_id)).decode("utf-8")
+            return concepts.render(service.show(ns, memory_id, record=True)).decode("utf-8")
 
     return server

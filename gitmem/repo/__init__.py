@@ -24,7 +24,18 @@ from __future__ import annotations
 
 from . import packing, receive
 from .buffers import Appended, Buffered, Buffers, Sealed
-from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, text_hash
+from .index import (
+    Candidate,
+    Row,
+    SearchIndex,
+    UsageLog,
+    category_term,
+    is_memory_path,
+    match_tokens,
+    search_terms,
+    techs_of,
+    text_hash,
+)
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
 from .packing import ObjectCounts
@@ -33,7 +44,7 @@ from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers, refused_part
 from .vectors import VectorStore
 from .watches import Watch, WatchList, check_channel
-from .workspace import files_in_play
+from .workspace import file_heads, files_in_play
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Appended",
@@ -41,6 +52,6 @@ __all__ = [
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "Watch", "WatchList", "check_channel",
-    "check_namespace", "files_in_play", "is_memory_path", "match_tokens", "packing", "parse_trailers", "receive",
-    "refusal", "refused_part", "role_rank", "text_hash",
+    "category_term", "check_namespace", "file_heads", "files_in_play", "is_memory_path", "match_tokens", "packing",
+    "parse_trailers", "receive", "refusal", "refused_part", "role_rank", "search_terms", "techs_of", "text_hash",
 ]

@@ -24,7 +24,11 @@ import pygit2
 
 from ..concepts import TYPES, Memory, choices_from, options_from, parse, parse_time
 from ..errors import MalformedConcept
+from ..lexicon import categories as lexicon_categories
+from ..lexicon import kinds as lexicon_kinds
+from ..lexicon import mentions, mentions_in_name
 from ..similarity import normalise, tokens
+from ..words import document_terms
 from .store import Store, refused_part
 
 _SCHEMA = """
@@ -44,19 +48,23 @@ CREATE TABLE IF NOT EXISTS memories(
     fresh REAL NOT NULL,
     tenured INTEGER NOT NULL,
     pathful INTEGER NOT NULL,
-    vhash TEXT NOT NULL -- the text's hash: what its sentence vector is stored under
+    vhash TEXT NOT NULL, -- the text's hash: what its sentence vector is stored under
+    terms TEXT NOT NULL, -- what recall weighs (gitmem.words): stemmed words, word pairs, CJK pieces
+    techs TEXT NOT NULL, -- the technologies it names (gitmem.lexicon), for what applies to a file
+    updated REAL NOT NULL, -- when it was last stated: newer statements rank first among equals
+    supersedes TEXT NOT NULL -- ids of the memories it replaces, space-separated
 );
 CREATE INDEX IF NOT EXISTS memories_id ON memories(id);
 CREATE INDEX IF NOT EXISTS memories_vhash ON memories(vhash);
 CREATE INDEX IF NOT EXISTS memories_norm ON memories(norm);
 CREATE TABLE IF NOT EXISTS problems(path TEXT PRIMARY KEY, reason TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(
-    tokens, tokenize = "unicode61 remove_diacritics 0 tokenchars '_'"
+    terms, tokenize = "unicode61 remove_diacritics 0 tokenchars '_'"
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_terms USING fts5vocab(fts, 'row');
 CREATE TABLE IF NOT EXISTS vocab(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
-_SCHEMA_VERSION = "5"
+_SCHEMA_VERSION = "7"
 # A search scores every document that holds any of its tokens. Past this many postings it leaves
 # out the commonest tokens (recall still counts them in its coverage of the query): at 100,000
 # memories "use" alone is in a quarter of them, and scoring those took most of a query's time.
@@ -68,6 +76,32 @@ VOCAB_DRIFT = 0.1
 def match_tokens(title: str, text: str, tags: Iterable[str]) -> list[str]:
     """The tokens a memory is matched by: its title, text and tags."""
     return tokens(f"{title}\n{text}\n{' '.join(tags)}")
+
+
+def techs_of(title: str, text: str, tags: Iterable[str]) -> frozenset[str]:
+    """The technologies a memory names, in its words or its tags (a tag "rust", "go.mdc")."""
+    found = set(mentions(f"{title}\n{text}"))
+    for tag in tags:
+        found |= mentions_in_name(tag)
+    return frozenset(found)
+
+
+def search_terms(title: str, text: str, tags: Iterable[str]) -> list[str]:
+    """The terms a memory is found by: the words of its title, text and tags, and the kinds of tool it names.
+
+    The words are :func:`gitmem.words.document_terms`'; a kind is a term (:func:`category_term`)
+    that a memory holds when it names a tool of that kind or the kind itself, so that "package
+    manager" finds a memory naming pnpm, and "database" one that says "database".
+    """
+    said = f"{title}\n{text}"
+    kinds = {category_term(k) for key in techs_of(title, text, tags) for k in lexicon_kinds(key)}
+    kinds |= {category_term(c) for c in lexicon_categories(said)}
+    return list(document_terms(f"{said}\n{' '.join(tags)}").all()) + sorted(kinds)
+
+
+def category_term(category: str) -> str:
+    """The index term for a kind of tool ("package_manager" -> "__package_manager"); no word looks like it."""
+    return f"__{category}"
 
 
 def text_hash(text: str) -> str:
@@ -101,9 +135,12 @@ class Candidate:
     fresh: datetime  # the last use, else the last update: what recency counts from
     tenured: bool
     pathful: bool
-    tokens: frozenset[str]
     score: float
     vhash: str = ""
+    terms: frozenset[str] = frozenset()
+    updated: datetime | None = None
+    supersedes: tuple[str, ...] = ()
+    techs: frozenset[str] = frozenset()
 
 
 def _connect(path: Path, *, durable: bool = True) -> sqlite3.Connection:
@@ -147,9 +184,13 @@ def doc_to_memory(doc: str) -> Memory:
     return Memory(**data)
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=65536)
 def _token_set(tokens: str) -> frozenset[str]:
     return frozenset(tokens.split())
+
+
+_CANDIDATE_COLUMNS = ("m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.vhash, "
+                      "m.terms, m.updated, m.supersedes, m.techs")
 
 
 def _duplicate_of(db: sqlite3.Connection, path: str) -> str:
@@ -163,6 +204,8 @@ class SearchIndex:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._size: tuple[str | None, int] | None = None
+        self._successors: tuple[str | None, dict[str, str]] | None = None
         # The index is derived from the repository: after a crash it is rebuilt, not trusted.
         self.db = _connect(path, durable=False)
         # Check and (re)create the schema under the write lock: processes opening a new index at
@@ -327,15 +370,17 @@ class SearchIndex:
             db.execute("INSERT OR REPLACE INTO problems VALUES(?, ?)", (path, reason))
             return
         toks = " ".join(match_tokens(memory.title, memory.text, memory.tags))
+        terms = " ".join(search_terms(memory.title, memory.text, memory.tags))
+        techs = " ".join(sorted(techs_of(memory.title, memory.text, memory.tags)))
         cur = db.execute(
             "INSERT INTO memories(id, path, type, state, norm, tokens, doc, potency, since, fresh, tenured, "
-            "pathful, vhash) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "pathful, vhash, terms, techs, updated, supersedes) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (memory.id, path, memory.type, memory.state, normalise(memory.text), toks,
              memory_to_doc(memory), memory.potency, (memory.last_used or memory.created).timestamp(),
              (memory.last_used or memory.updated).timestamp(), int(memory.tenured), int(bool(memory.paths)),
-             text_hash(memory.text)),
+             text_hash(memory.text), terms, techs, memory.updated.timestamp(), " ".join(memory.supersedes)),
         )
-        db.execute("INSERT INTO fts(rowid, tokens) VALUES(?, ?)", (cur.lastrowid, toks))
+        db.execute("INSERT INTO fts(rowid, terms) VALUES(?, ?)", (cur.lastrowid, terms))
 
     # --- queries -------------------------------------------------------------------------------
 
@@ -355,31 +400,75 @@ class SearchIndex:
         rows = self.db.execute("SELECT doc FROM memories WHERE norm=?", (norm,)).fetchall()
         return [doc_to_memory(r[0]) for r in rows]
 
-    def search(self, query_tokens: Iterable[str], limit: int = 50) -> list[tuple[Row, float]]:
-        """Memories sharing tokens with the query, best BM25 first, with their BM25 score (> 0)."""
-        rows = self._ranked(query_tokens, limit, "m.doc, m.tokens")
+    def search(self, query_terms: Iterable[str], limit: int = 50) -> list[tuple[Row, float]]:
+        """Memories sharing terms with the query, best BM25 first, with their BM25 score (> 0)."""
+        rows = self._ranked(query_terms, limit, "m.doc, m.tokens")
         return [(Row(doc_to_memory(d), _token_set(t)), -s) for d, t, s in rows]
 
-    def candidates(self, query_tokens: Iterable[str], limit: int = 50) -> list[Candidate]:
-        """:meth:`search` without decoding the documents: best BM25 first, with the fields to rank by."""
-        rows = self._ranked(query_tokens, limit,
-                            "m.rowid, m.id, m.state, m.potency, m.since, m.fresh, m.tenured, m.pathful, m.tokens, "
-                            "m.vhash")
-        stamp = datetime.fromtimestamp
-        return [Candidate(r, i, st, p, stamp(since, UTC), stamp(fresh, UTC), bool(ten), bool(pf), _token_set(t), -s,
-                          vh) for r, i, st, p, since, fresh, ten, pf, t, vh, s in rows]
+    def candidates(self, query_terms: Iterable[str], limit: int = 50) -> list[Candidate]:
+        """Memories holding any of the query's terms, best BM25 first, with the fields to rank by."""
+        return self._candidates(self._ranked(query_terms, limit, _CANDIDATE_COLUMNS), scored=True)
+
+    @staticmethod
+    def _candidates(rows: Iterable[tuple[Any, ...]], *, scored: bool) -> list[Candidate]:
+        stamp = functools.partial(datetime.fromtimestamp, tz=UTC)
+        out = []
+        for row in rows:
+            r, i, st, p, since, fresh, ten, pf, vh, terms, updated, sup, techs = row[:13]
+            out.append(Candidate(r, i, st, p, stamp(since), stamp(fresh), bool(ten), bool(pf),
+                                 -row[13] if scored else 0.0, vh, _token_set(terms), stamp(updated),
+                                 tuple(sup.split()), _token_set(techs)))
+        return out
+
+    def successors(self) -> dict[str, str]:
+        """Memory id -> the live memory that supersedes it (the newest, when several do)."""
+        commit = self.indexed_commit()
+        if self._successors is None or self._successors[0] != commit:
+            rows = self.db.execute("SELECT id, supersedes FROM memories WHERE supersedes != '' AND state != 'archived' "
+                                   "ORDER BY updated, id").fetchall()
+            self._successors = (commit, {old: new for new, olds in rows for old in olds.split() if old != new})
+        return self._successors[1]
+
+    def size(self) -> int:
+        """How many memories the index holds (in every state), as of the commit it was last brought to."""
+        commit = self.indexed_commit()
+        if self._size is None or self._size[0] != commit:
+            self._size = (commit, int(self.db.execute("SELECT COUNT(*) FROM memories").fetchone()[0]))
+        return self._size[1]
+
+    def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many memories hold each of ``terms`` (a term none holds is left out)."""
+        wanted = sorted(set(terms))
+        if not wanted:
+            return {}
+        rows = self.db.execute(f"SELECT term, doc FROM fts_terms WHERE term IN ({','.join('?' * len(wanted))})",
+                               wanted).fetchall()
+        return {term: int(df) for term, df in rows}
 
     def by_hashes(self, hashes: Iterable[str]) -> list[Candidate]:
         """The memories whose text hashes are ``hashes``, with the fields to rank by (score 0)."""
         wanted = list(hashes)
         if not wanted:
             return []
-        rows = self.db.execute(
-            "SELECT rowid, id, state, potency, since, fresh, tenured, pathful, tokens, vhash FROM memories "
-            f"WHERE vhash IN ({','.join('?' * len(wanted))})", wanted).fetchall()
-        stamp = datetime.fromtimestamp
-        return [Candidate(r, i, st, p, stamp(since, UTC), stamp(fresh, UTC), bool(ten), bool(pf), _token_set(t), 0.0,
-                          vhash) for r, i, st, p, since, fresh, ten, pf, t, vhash in rows]
+        rows = self.db.execute(f"SELECT {_CANDIDATE_COLUMNS} FROM memories m "
+                               f"WHERE vhash IN ({','.join('?' * len(wanted))})", wanted).fetchall()
+        return self._candidates(rows, scored=False)
+
+    def in_states(self, states: Iterable[str]) -> list[Candidate]:
+        """Every memory in ``states``, with the fields to rank by (score 0), in id order."""
+        wanted = list(states)
+        rows = self.db.execute(f"SELECT {_CANDIDATE_COLUMNS} FROM memories m "
+                               f"WHERE state IN ({','.join('?' * len(wanted))}) ORDER BY id", wanted).fetchall()
+        return self._candidates(rows, scored=False)
+
+    def by_ids(self, ids: Iterable[str]) -> list[Candidate]:
+        """The memories with these ids, with the fields to rank by (score 0)."""
+        wanted = list(ids)
+        if not wanted:
+            return []
+        rows = self.db.execute(f"SELECT {_CANDIDATE_COLUMNS} FROM memories m "
+                               f"WHERE id IN ({','.join('?' * len(wanted))})", wanted).fetchall()
+        return self._candidates(rows, scored=False)
 
     def texts(self, hashes: Iterable[str]) -> dict[str, str]:
         """The text of each of ``hashes`` the index holds."""
@@ -511,8 +600,11 @@ class UsageLog:
         self.db.executemany("INSERT INTO uses(id, at) VALUES(?, ?)", [(m, stamp) for m in memory_ids])
 
     def pending(self, up_to: int | None = None, ids: Iterable[str] | None = None) -> dict[str, tuple[int, datetime]]:
-        """Uses not yet folded: memory id -> (count, last use), for every memory or only ``ids``."""
-        sql = "SELECT id, COUNT(*), MAX(at) FROM uses WHERE 1=1"
+        """Uses not yet folded: memory id -> (days with a use, last use), for every memory or only ``ids``.
+
+        A memory delivered ten times in one day was used once that day: uses count by day (UTC).
+        """
+        sql = "SELECT id, COUNT(DISTINCT substr(at, 1, 10)), MAX(at) FROM uses WHERE 1=1"
         args: list[Any] = []
         if up_to is not None:
             sql += " AND seq <= ?"

@@ -129,7 +129,7 @@ def get_memory(ns: str, memory_id: str) -> Response:
     """Show one memory by id; for one merged away, the 404 names the memory that replaced it."""
     require(ns, "reader")
     try:
-        return jsonify(service().show(ns, memory_id).to_dict())
+        return jsonify(service().show(ns, memory_id, record=True).to_dict())  # fetched by id: a use
     except MemoryNotFound as exc:
         raise reviews().missing(ns, memory_id, exc) from None
 

@@ -298,7 +298,7 @@ def memory(ns: str, memory_id: str) -> str | BaseResponse:
     """Show a memory with its history (each commit's text diff) and discussion, and the actions the caller may take."""
     who = signed_in(ns)
     try:
-        found = service().show(ns, memory_id)
+        found = service().show(ns, memory_id, record=True)  # a person opened it: a use
     except MemoryNotFound as exc:
         pointed = reviews().missing(ns, memory_id, exc)
         if pointed.replaced_by is None:
