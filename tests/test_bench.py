@@ -118,3 +118,12 @@ def test_bench_push_times_both_servers(data: Path, tmp_path: Path) -> None:
     figures = bench.run(texts, 2, 3, tmp_path)
     assert set(figures["median_ratio_to_floor"]) == {"gitmem_main", "gitmem_review"}
     assert all(v > 0 for v in figures["median_seconds"].values())
+
+
+def test_bench_secretscan_counts_the_formats_and_the_false_alarms(data: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    figures = script("bench_secretscan").main(["--data", str(data), "--rounds", "1", "--json"])
+    assert json.loads(capsys.readouterr().out)["caught"] == figures["caught"] == figures["formats"] == 49
+    assert figures["statements"] == 200 and figures["false_alarms"] == 0 and figures["missed"] == []
+    with pytest.raises(SystemExit):
+        script("bench_secretscan").main(["--data", str(data), "--rounds", "0"])
