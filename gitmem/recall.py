@@ -99,8 +99,7 @@ class Recall:
             raise InvalidInput("query must be a string")
         most = self.settings.max_text_chars
         query = concepts.clean_text(query, limit=most, what="query", scan=False) if query.strip() else ""
-        files = [path] if isinstance(path, str) else list(path or [])
-        files = [f for f in files if f and f.strip()]
+        files = _files(path)
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000")
         at = now()
@@ -187,7 +186,7 @@ class Recall:
 
         Pending memories (extracted from conversations, not yet promoted) are never in it.
         """
-        files = [f for f in files if f and f.strip()]
+        files = _files(files)
         hits = self.recall(namespace, query, path=files, limit=limit, record=False,
                            include_pending=False) if files else []
         seen = {h.memory.id for h in hits}
@@ -256,3 +255,16 @@ class Recall:
         return out
 
     # --- writing -------------------------------------------------------------------------------
+
+
+def _files(path: str | Sequence[str] | None) -> builtins.list[str]:
+    """The files a recall is about, blanks dropped; each must be text UTF-8 can hold (the block names them)."""
+    files = [path] if isinstance(path, str) else list(path or [])
+    for file in files:
+        if not isinstance(file, str):
+            raise InvalidInput("each file must be a string")
+        try:
+            file.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(f"file {file!r} is not valid UTF-8 (a lone surrogate)") from None
+    return [f for f in files if f.strip()]
