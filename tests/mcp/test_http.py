@@ -6,7 +6,7 @@ import asyncio
 import json
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -363,3 +363,24 @@ def test_a_response_the_server_stops_reading_leaves_nothing_running(tmp_path: Pa
         bridge.close()
         service.close()
     assert bridge._loop is None
+
+
+def chunked(body: bytes, size: int = 7) -> Iterator[bytes]:
+    """``body`` in pieces: httpx sends a generator with ``Transfer-Encoding: chunked`` and no length."""
+    for at in range(0, len(body), size):
+        yield body[at:at + size]
+
+
+def test_a_chunked_request_body_is_read_whole(served: Served) -> None:
+    auth = RPC_HEADERS | {"Authorization": f"Bearer {served.keys['reader']}"}
+    body = json.dumps(LIST_TOOLS).encode()
+    sent = httpx.post(served.mcp, content=chunked(body), headers=auth, timeout=30)
+    assert sent.request.headers.get("transfer-encoding") == "chunked" and "content-length" not in sent.request.headers
+    assert sent.status_code == 200, sent.text
+    assert "remember" in {t["name"] for t in sent.json()["result"]["tools"]}
+
+    # The limit holds for a body that does not say its length: read up to it, then refused.
+    big = json.dumps({**LIST_TOOLS, "params": {"pad": "x" * 300_000}}).encode()
+    refused = httpx.post(served.mcp, content=chunked(big, 65536), headers=auth, timeout=30)
+    assert refused.status_code == 413, refused.text
+    assert refused.json()["error"]["message"] == "the request body is larger than the 262144-byte limit"
