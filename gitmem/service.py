@@ -54,6 +54,7 @@ from .repo import (
     syncing,
 )
 from .repo import check_namespace as check_namespace
+from .repo.beat import die_with_parent, hold_beat_lock
 from .repo.mirrors import Mirrors
 from .repo.replays import replay_guard
 from .repo.syncing import SyncResult
@@ -69,7 +70,7 @@ __all__ = [
     "Ingested", "KeyStore", "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES",
     "ROLES", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "Watch", "WriteResult",
     "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
-    "SignedOut",
+    "SignedOut", "die_with_parent", "hold_beat_lock",
 ]
 log = logging.getLogger(__name__)
 #: Seconds between a change and the push to the namespace's mirrors that carries it.
