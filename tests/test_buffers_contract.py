@@ -75,3 +75,25 @@ def test_with_redis_configured_the_buffers_leave_no_file_in_the_shared_home(tmp_
         if keys:
             buffers.client.delete(*keys)  # type: ignore[union-attr]
         svc.close()
+
+
+@pytest.mark.skipif(not redis_up(), reason="Redis is not running at 127.0.0.1:6379")
+def test_a_distilled_buffer_leaves_nothing_of_its_messages_in_redis() -> None:
+    from gitmem.repo import Buffered
+    from gitmem.repo.redisbuffers import RedisBuffers
+
+    buffers = RedisBuffers(REDIS, f"test-{uuid.uuid4().hex}", "default")
+    try:
+        buffers.append("c1", "api", [Buffered("c1", f"m{n}", "user", None, "x" * 50, None, 13, 0) for n in range(3)])
+        sealed = buffers.seal("c1", "asked")
+        assert sealed is not None and buffers.claim(sealed, 60) is not None
+        buffers.done(sealed, "c0ffee", {})
+        keys = {k.decode() for k in buffers.client.scan_iter(match=buffers.prefix + "*")}
+        # What stays: the ids seen (taken once, ever), the buffer's record and the counters.
+        assert keys == {buffers.prefix + k for k in ("convs", "conv:c1", "seen:c1", f"buf:{sealed}", "bufs",
+                                                     "counters")}
+    finally:
+        keys = list(buffers.client.scan_iter(match=buffers.prefix + "*"))
+        if keys:
+            buffers.client.delete(*keys)
+        buffers.close()

@@ -161,6 +161,19 @@ def test_secrets_are_masked_before_they_are_stored_and_never_reach_git(svc: Memo
     fsck("default")
 
 
+def test_personal_data_is_masked_like_a_secret_every_one_of_it(svc: MemoryService, settings: Settings) -> None:
+    said_it = ("Remember: refunds go to card 4111 1111 1111 1111 or IBAN GB82 WEST 1234 5698 7654 32, "
+               "never to SSN 536-90-4399's old card 5555555555554444.")
+    result = svc.ingest("default", "c1", said(said_it), flush=True)
+    assert result.accepted is not None and result.accepted.masked == 4
+    stored = (settings.home / "ingest" / "default.sqlite").read_bytes()
+    for number in (b"4111 1111", b"GB82", b"536-90", b"5555555555554444"):
+        assert number not in stored
+    repo = settings.repos_dir / "default.git"
+    dump = subprocess.run(["git", "--git-dir", str(repo), "log", "-p", "--all"], capture_output=True, text=True).stdout
+    assert "4111" not in dump and "GB82" not in dump and "536-90" not in dump
+
+
 # --- distilling ---------------------------------------------------------------------------------
 
 
