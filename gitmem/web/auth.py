@@ -98,7 +98,8 @@ def caller(*, allow_signature: bool = False, allow_session: bool = False) -> Cal
         verify_signature()
         found = Caller("webhook", "signature")
     elif allow_session and session.get("key_id"):
-        found = Caller(session_key().name, "session", session_key())
+        stored = session_key()
+        found = Caller(stored.name, "session", stored)
     else:
         raise Unauthenticated(
             "authentication required: send an API key as 'Authorization: Bearer <key>' or "
