@@ -285,7 +285,11 @@ def clean_source(value: Any) -> str:
 
 def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200,
                most: int = MAX_LIST_ITEMS) -> tuple[str, ...]:
-    """Validate a list of at most ``most`` short strings (tags, paths), dropping blanks and repeats."""
+    """Validate a list of at most ``most`` short strings (tags, paths), dropping blanks and repeats.
+
+    Each string is scanned like text (:func:`gitmem.secretscan.refuse`): a tag, a path, an author
+    or a pro lands in the file's frontmatter, the index and the commit as surely as the text does.
+    """
     if values is None:
         return ()
     if isinstance(values, str):
@@ -301,6 +305,7 @@ def clean_list(values: Iterable[Any] | None, *, what: str, limit: int = 200,
             raise InvalidInput(f"{what} {value!r} holds line breaks, control characters or invalid UTF-8")
         if len(value) > limit:
             raise InvalidInput(f"{what} {value[:40]!r}... is over {limit} characters")
+        secretscan.refuse(value, what=what)
         if value not in out:
             if len(out) == most:
                 raise InvalidInput(f"more than {most} {what}s; a memory takes at most {most}")
@@ -652,6 +657,8 @@ def with_choice(memory: Memory, option: Any, *, reason: Any, by: str | None, at:
         raise InvalidInput(f"memory {memory.id} is a {memory.type} without options; only a techchoice "
                            "with options can have another option chosen")
     name = _option_name(option, "option")
+    # Who chose is kept in the record and named in the commit, like an author: it must hold no secret.
+    by = next(iter(clean_list([by], what="actor")), None) if by is not None else None
     why = clean_text(reason, limit=1000, what="reason") if isinstance(reason, str) and reason.strip() else None
     if why is None:
         raise InvalidInput("say why this option is chosen now (--reason): the record keeps it")

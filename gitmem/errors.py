@@ -5,6 +5,7 @@
     GitmemError
      ├── InvalidInput            bad text, type, title, id, namespace or option   (CLI exit 2, HTTP 400)
      │    └── SecretFound        the text carries an API key, token, private key or password
+     │         └── PersonalDataFound  ... or a national id, payment card or IBAN number
      ├── NotFound                                                                   (CLI exit 3, HTTP 404)
      │    ├── NamespaceNotFound
      │    ├── MemoryNotFound
@@ -51,6 +52,10 @@ class SecretFound(InvalidInput):
         """``kinds``: what the secrets look like ("AWS Access Key", "password"), for reports."""
         super().__init__(message)
         self.kinds = kinds
+
+
+class PersonalDataFound(SecretFound):
+    """The text carries personal data (a national id, card or account number); nothing was written."""
 
 
 class NotFound(GitmemError, LookupError):

@@ -56,7 +56,8 @@ MAX_FILE_BYTES = 1 << 20
 _FRONTMATTER = re.compile(r"^\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|$)(.*)$", re.DOTALL)
 _OKF_LINK = re.compile(r"\[[^\]\n]*\]\((/[^)\s]+?\.md)\)")
 _WIKI_LINK = re.compile(r"\[\[([^\]\n|#]+)(?:#[^\]\n|]*)?(?:\|[^\]\n]*)?\]\]")
-_UNREADABLE = {"\x00too large": "too large (over 1 MiB)", "\x00not UTF-8": "not UTF-8 text"}
+_UNREADABLE = {"\x00too large": "too large (over 1 MiB)", "\x00not UTF-8": "not UTF-8 text",
+               "\x00outside": "a symbolic link to outside the folder: not followed"}
 _ACTIVE_LINE = re.compile(r"^\s*[-*]?\s*(?:当前使用|当前|active|current|chosen)\s*[:：]\s*(.+?)\s*$", re.IGNORECASE)
 _PROS = ("pros", "pro", "advantages", "优点", "优势", "好处")
 _CONS = ("cons", "con", "disadvantages", "缺点", "劣势", "不足")
@@ -245,11 +246,12 @@ def read_source(path: Path, fmt: str) -> dict[str, str]:
             raise InvalidInput(f"{fmt} imports a folder; {path} is a file")
         return {path.name: _read_text(path)}
     files: dict[str, str] = {}
+    root = path.resolve()
     if fmt in ("pi-memory-spaced", "mem0"):
         wanted = ["memory-store.json"] if fmt == "pi-memory-spaced" else sorted(p.name for p in path.glob("*.json"))
         for name in wanted:
             if (path / name).is_file():
-                files[name] = _read_text(path / name)
+                files[name] = _read_text(path / name, root)
         if not files:
             raise InvalidInput(f"{path} holds no {'memory-store.json' if fmt == 'pi-memory-spaced' else '.json file'}"
                                "; give the JSON file itself")
@@ -262,15 +264,22 @@ def read_source(path: Path, fmt: str) -> dict[str, str]:
         if file.suffix == ".md" or rel.as_posix() == ".meta/weights.json":
             if len(files) >= MAX_FILES:
                 raise InvalidInput(f"{path} holds more than {MAX_FILES} files; import it in parts")
-            files[rel.as_posix()] = _read_text(file)
+            files[rel.as_posix()] = _read_text(file, root)
     if not any(name.endswith(".md") for name in files):
         raise InvalidInput(f"{path} holds no Markdown files; is it a{'n OKF' if fmt == 'okf' else ' basic-memory'} "
                            "folder?")
     return files
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, root: Path | None = None) -> str:
+    """A source file's text, or a key of ``_UNREADABLE`` saying why not.
+
+    ``root``: the folder being imported; a symbolic link that leads out of it is not followed (it
+    would import whatever file the link names, ``~/.ssh/id_rsa`` or another team's notes).
+    """
     try:
+        if root is not None and not path.resolve().is_relative_to(root):
+            return "\x00outside"
         if path.stat().st_size > MAX_FILE_BYTES:
             return "\x00too large"  # a key of _UNREADABLE
         return path.read_bytes().decode("utf-8")

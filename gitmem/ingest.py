@@ -122,6 +122,7 @@ def check_message(raw: Any, where: str) -> Message:
         raise InvalidInput(f"{where}.text is {len(text)} characters; the limit is {MAX_MESSAGE_CHARS}")
     if "\x00" in text:
         raise InvalidInput(f"{where}.text must not contain NUL bytes")
+    _check_utf8(text, f"{where}.text")
     role = raw.get("role", "user")
     if role not in extraction.ROLES:
         raise InvalidInput(f"{where}.role must be one of {', '.join(extraction.ROLES)}, not {role!r}")
@@ -130,9 +131,15 @@ def check_message(raw: Any, where: str) -> Message:
         ident = message_id(raw)
     elif isinstance(ident, bool) or not isinstance(ident, str | int) or not str(ident).strip() or len(str(ident)) > 200:
         raise InvalidInput(f"{where}.id must be a string or number of at most 200 characters")
+    else:
+        # The id is kept (and named in the report) as it is, unmasked: it must hold no secret.
+        ident = concepts.clean_list([str(ident)], what=f"{where}.id")[0]
     author = raw.get("author")
     if author is not None and (not isinstance(author, str) or len(author) > 200 or "\n" in author):
         raise InvalidInput(f"{where}.author must be one line of at most 200 characters")
+    if author:
+        # The author is named in the commit: like a memory's author, it must hold no secret.
+        author = concepts.clean_list([author], what=f"{where}.author")[0] if author.strip() else None
     stamp = raw.get("time")
     when = None
     if stamp is not None:
@@ -142,15 +149,27 @@ def check_message(raw: Any, where: str) -> Message:
             when = None
         if when is None:
             raise InvalidInput(f"{where}.time must be an ISO 8601 time such as 2026-12-01T09:30:00Z")
-    return Message(str(ident).strip(), text, role, author.strip() if author else None, when)
+    return Message(str(ident).strip(), text, role, author or None, when)
 
 
 def check_conversation(conversation: Any) -> str:
-    """A conversation id: 1 to 200 letters, digits and ``. : @ + - _``."""
+    """A conversation id: 1 to 200 letters, digits and ``. : @ + - _``, and no secret.
+
+    It lands in a commit's subject and its ``Conversation:`` trailer, so it is scanned like text.
+    """
     if not isinstance(conversation, str) or not _CONVERSATION.match(conversation):
         raise InvalidInput("a conversation id is 1 to 200 letters, digits and . : @ + - _ "
                            f"(a Slack channel and thread, a session id), not {conversation!r}")
+    secretscan.refuse(conversation, what="conversation id")
     return conversation
+
+
+def _check_utf8(text: str, what: str) -> None:
+    """Refuse text that cannot be stored as UTF-8 (a lone surrogate, as a JSON escape of half a pair gives)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{what} is not valid UTF-8 (a lone surrogate at character {exc.start})") from None
 
 
 class Ingest:

@@ -28,7 +28,7 @@ from typing import Any
 
 from .concepts import iso, now
 from .errors import InvalidInput, NotFound
-from .repo import Fence, KeyStore, Namespaces, ObjectCounts, RunState, check_namespace, packing
+from .repo import Buffers, Fence, KeyStore, Namespaces, ObjectCounts, RunState, check_namespace, packing
 from .settings import Settings
 
 MANIFEST = "MANIFEST.json"
@@ -152,13 +152,17 @@ class Maintenance:
                 name = str(source.relative_to(self.settings.home))
                 _write_private(dest / name, source.read_bytes())
                 files[name] = what
+        not_included = {"state/": "derived (search indexes, usage logs, run state, broker): rebuilt on use"}
         for name in names:
             # Messages acknowledged and not yet distilled live only here: not derived state.
-            if self.namespaces.has_buffers(name):
+            buffers = self.namespaces.buffers(name) if self.namespaces.has_buffers(name) else None
+            if isinstance(buffers, Buffers):
                 target = f"ingest/{name}.sqlite"
-                self.namespaces.buffers(name).copy_to(dest / target)
+                buffers.copy_to(dest / target)
                 files[target] = f"{name}'s conversation buffers (messages not yet distilled, ids seen)"
-        not_included = {"state/": "derived (search indexes, usage logs, run state, broker): rebuilt on use"}
+            elif buffers is not None:
+                not_included[f"{name}'s conversation buffers"] = (
+                    "in Redis (shared by the hosts): back them up with Redis's own persistence")
         if self.settings.secret_key:
             not_included["GITMEM_SECRET_KEY"] = "set in the environment: keep it with your configuration"
         manifest = {

@@ -230,6 +230,7 @@ class Memories:
         options: Sequence[Any] | None = None,
         active: str | None = None,
         reason: str | None = None,
+        actor: str | None = None,
     ) -> WriteResult:
         """Store a memory through the write gate.
 
@@ -244,6 +245,8 @@ class Memories:
         A ``techchoice`` needs ``options`` (two or more ``{name, pros, cons}``, each with pros and
         cons) and the ``active`` one; ``reason`` is kept as the first entry of its ``choices``.
         A repeat of a techchoice adds the options it lacks; none is ever dropped.
+
+        ``actor``: who makes the commit (an API key's name), when not the ``author`` who said it.
         """
         item = self._clean(Candidate(text, type=type, title=title, tags=tuple(tags), paths=tuple(paths),
                                      source=source, author=author, state=state, related=tuple(related),
@@ -261,14 +264,14 @@ class Memories:
             result.update(outcome=outcome.outcome, memory=memory, similar_to=outcome.similar_to,
                           retired=outcome.retired, proposed=outcome.proposed)
             files, parsed = batch.files()
+            who = actor or item.author
             if outcome.outcome == "reinforced":
-                return Change(files, f"reinforce: {memory.title}", "reinforce", (memory.id,), item.source,
-                              item.author)
+                return Change(files, f"reinforce: {memory.title}", "reinforce", (memory.id,), item.source, who)
             if outcome.outcome == "merged":
-                return Change(files, f"merge: {memory.title}", "merge", (memory.id,), item.source, item.author,
+                return Change(files, f"merge: {memory.title}", "merge", (memory.id,), item.source, who,
                               body=f"A statement {outcome.reason} was merged in:\n\n{item.text}")
             return Change(files, f"remember: {memory.title}", "remember", (memory.id, *outcome.retired),
-                          item.source, item.author, parsed=parsed, body=_superseding(outcome, batch))
+                          item.source, who, parsed=parsed, body=_superseding(outcome, batch))
 
         with self.namespaces.using(namespace) as ns:
             commit = ns.commit(plan)

@@ -204,8 +204,7 @@ class Recall:
             raise InvalidInput("query must be a string")
         most = self.settings.max_text_chars
         query = concepts.clean_text(query, limit=most, what="query", scan=False) if query.strip() else ""
-        files = [path] if isinstance(path, str) else list(path or [])
-        files = [f for f in files if f and f.strip()]
+        files = _files(path)
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000")
         at = now()
@@ -315,7 +314,7 @@ class Recall:
 
         What it delivers counts as a use of each memory (unless ``record=False``).
         """
-        files = [f for f in files if f and f.strip()]
+        files = _files(files)
         hits = self.context_hits(namespace, files, query, limit, heads=heads)
         if record and hits:
             with self.namespaces.using(namespace) as ns:
@@ -333,7 +332,7 @@ class Recall:
         first kilobytes of files the caller could read, whose imports show the frameworks in use.
         Pending memories (extracted from conversations, not yet promoted) are never in it.
         """
-        files = [f for f in files if f and f.strip()]
+        files = _files(files)
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000")
         profiles = profiles_of(files, heads)
@@ -421,3 +420,16 @@ class Recall:
         return out
 
     # --- writing -------------------------------------------------------------------------------
+
+
+def _files(path: str | Sequence[str] | None) -> builtins.list[str]:
+    """The files a recall is about, blanks dropped; each must be text UTF-8 can hold (the block names them)."""
+    files = [path] if isinstance(path, str) else list(path or [])
+    for file in files:
+        if not isinstance(file, str):
+            raise InvalidInput("each file must be a string")
+        try:
+            file.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(f"file {file!r} is not valid UTF-8 (a lone surrogate)") from None
+    return [f for f in files if f.strip()]

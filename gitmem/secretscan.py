@@ -1,4 +1,4 @@
-"""Refuse text that carries a secret: an API key, a token, a private key or a password.
+"""Refuse text that carries a secret (an API key, a token, a private key, a password) or personal data.
 
 Git history is forever: a key committed once stays in every clone even after ``forget --purge``.
 Every write path cleans its text through :mod:`gitmem.concepts`, which calls :func:`refuse`; ingestion
@@ -7,20 +7,23 @@ masks such messages with :func:`mask` before anything is extracted from them.
 The scanning is Yelp's ``detect-secrets`` (its provider plugins: AWS, GitHub, GitLab, Slack, Stripe,
 OpenAI, JWT, private keys, basic-auth URLs, ``password = "..."`` keywords and more), run line by line
 with its false-positive filters. Its two entropy plugins are left out: on prose they flag ordinary
-words and commit ids. A few patterns it lacks are added here: today's OpenAI and Anthropic key
-formats, Google API keys, and a password given in words ("the password is ...", "密码是 ...").
-Nothing is verified over the network.
+words and commit ids. :mod:`gitmem.secretformats` adds the formats it lacks (fine-grained GitHub,
+npm, Hugging Face and DigitalOcean tokens, unquoted ``API_KEY=...`` lines, netrc lines, a password
+given in words), and :mod:`gitmem.personaldata` national id numbers, payment cards and IBANs.
+Every secret is found, several on a line too, each with where it is. Nothing is verified over the
+network.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import SecretFound
+from . import personaldata
+from .errors import PersonalDataFound, SecretFound
+from .secretformats import CONTEXT_FORMATS, FORMATS, PRIVATE_KEY_BEGIN, PRIVATE_KEY_END, Format
 
 __all__ = ["Finding", "find", "mask", "refuse"]
 
@@ -34,32 +37,22 @@ _PLUGINS = (
     "TwilioKeyDetector",
 )
 
-# Formats detect-secrets 1.5 does not know, each with the kind a refusal names.
-_EXTRA = (
-    ("OpenAI key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,}")),
-    ("Anthropic key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{32,}")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("Slack token", re.compile(r"\bxox[abposr]-[0-9A-Za-z-]{10,}")),
-    ("private key", re.compile(r"-----BEGIN (?:[A-Z]+ )*PRIVATE KEY(?: BLOCK)?-----")),
-    # "the password is hunter2", "pwd: x8#kLq": a value that is one word with a digit or a symbol in it.
-    ("password", re.compile(
-        r"(?i)\b(?:password|passwd|pwd|passphrase)\s*(?:is|=|:)\s*['\"]?(?![${<%])"
-        r"(?=[^\s'\"]*[\d!@#$%^&*])[^\s'\"]{6,}")),
-    ("password", re.compile(
-        r"(?:密码|口令|密钥|令牌)\s*(?:是|为|[:：=])\s*(?![${<%])(?=[^\s，。]*[\dA-Za-z])[^\s，。]{6,}")),
-)
-
 _lock = threading.Lock()
 _scan_line: Callable[[str], Iterable[Any]] | None = None
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One secret found: what kind it looks like and the 1-based line it is on."""
+    """One secret found: what kind it looks like, the 1-based line it is on, and where in the line."""
 
     kind: str
     line: int
-    span: tuple[int, int] | None = None  # where in the line, when known
+    span: tuple[int, int] | None = None  # where in the line; None when only the line is known
+
+    @property
+    def personal(self) -> bool:
+        """Whether this is personal data (an id, card or account number) rather than a credential."""
+        return self.kind in personaldata.KINDS
 
 
 def _scanner() -> Callable[[str], Iterable[Any]]:
@@ -75,51 +68,98 @@ def _scanner() -> Callable[[str], Iterable[Any]]:
         return _scan_line
 
 
-_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_.+/=-]")
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.+/=-")
 
 
 def _token(line: str, start: int, end: int) -> tuple[int, int]:
     """Widen a match to the whole token around it (a plugin may report only a key's prefix)."""
-    while start > 0 and _TOKEN_CHARS.match(line[start - 1]):
+    while start > 0 and line[start - 1] in _TOKEN_CHARS:
         start -= 1
-    while end < len(line) and _TOKEN_CHARS.match(line[end]):
+    while end < len(line) and line[end] in _TOKEN_CHARS:
         end += 1
     return start, end
 
 
+def _occurrences(line: str, value: str) -> Iterable[tuple[int, int]]:
+    """Every place ``value`` stands in ``line``."""
+    at = line.find(value)
+    while at >= 0:
+        yield at, at + len(value)
+        at = line.find(value, at + len(value))
+
+
+def _in_line(line: str) -> list[tuple[str, tuple[int, int] | None]]:
+    """Every secret and every piece of personal data in one line, each once, in the order they stand."""
+    found: list[tuple[str, tuple[int, int] | None]] = []
+
+    def add(kind: str, span: tuple[int, int] | None) -> None:
+        # The same secret seen by two detectors (a quoted password: detect-secrets' keyword plugin
+        # and the password pattern) is one secret.
+        if span is None or not any(s is not None and span[0] < s[1] and s[0] < span[1] for _, s in found):
+            found.append((kind, span))
+
+    def add_formats(formats: Iterable[Format]) -> None:
+        for fmt in formats:
+            for match in fmt.pattern.finditer(line):
+                value = match.group(fmt.group)
+                if value and (fmt.check is None or fmt.check(value)):
+                    add(fmt.kind, match.span(fmt.group))
+
+    # Most exact first: a secret two detectors see keeps the first one's kind.
+    add_formats(FORMATS)
+    for kind, where in personaldata.find(line):
+        add(kind, where)
+    for secret in _scanner()(line):
+        value = secret.secret_value or ""
+        spans: list[tuple[int, int] | None] = [_token(line, *at) for at in _occurrences(line, value)]
+        for span in spans or [None]:
+            add(str(secret.type), span)
+    add_formats(CONTEXT_FORMATS)
+    return sorted(found, key=lambda f: f[1] or (-1, -1))
+
+
 def find(text: str) -> list[Finding]:
-    """Every secret in ``text``, in line order; an empty list when there is none."""
+    """Every secret in ``text``, in the order it stands (several on a line each); an empty list when there is none.
+
+    The lines of a private key, from its ``BEGIN`` line to its ``END`` line, are each a finding:
+    masking hides the whole key, not its first line.
+    """
     found: list[Finding] = []
-    scan = _scanner()
+    in_key = False
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        kinds: dict[str, tuple[int, int] | None] = {}
-        for kind, pattern in _EXTRA:
-            match = pattern.search(line)
-            if match:
-                kinds.setdefault(kind, match.span())
-        for secret in scan(line):
-            kind = str(secret.type)
-            value = secret.secret_value or ""
-            at = line.find(value) if value else -1
-            if kind.lower() not in {k.lower() for k in kinds}:
-                kinds[kind] = _token(line, at, at + len(value)) if at >= 0 else None
-        found.extend(Finding(kind, number, span) for kind, span in sorted(kinds.items()))
+        if in_key:
+            found.append(Finding("private key", number, (0, len(line))))
+            in_key = not PRIVATE_KEY_END.search(line)
+            continue
+        found.extend(Finding(kind, number, span) for kind, span in _in_line(line))
+        begin = PRIVATE_KEY_BEGIN.search(line)
+        in_key = bool(begin) and not PRIVATE_KEY_END.search(line, begin.end() if begin else 0)
     return found
 
 
 def refuse(text: str, *, what: str = "text") -> None:
-    """Raise :class:`~gitmem.errors.SecretFound` when ``text`` carries a secret."""
+    """Raise :class:`~gitmem.errors.SecretFound` when ``text`` carries a secret.
+
+    Personal data raises its subclass :class:`~gitmem.errors.PersonalDataFound`.
+    """
     found = find(text)
-    if found:
-        first = found[0]
-        where = f" on line {first.line}" if "\n" in text else ""
-        raise SecretFound(
-            f"{what} carries what looks like a {first.kind}{where}; gitmem refuses it, because git history "
-            "keeps it forever: remove the secret (say where it lives instead, e.g. 'the key is in the "
-            "DEPLOY_KEY variable') and try again",
-            kinds=tuple(dict.fromkeys(f.kind for f in found)))
+    if not found:
+        return
+    first = found[0]
+    where = f" on line {first.line}" if "\n" in text else ""
+    kinds = tuple(dict.fromkeys(f.kind for f in found))
+    if first.personal:
+        raise PersonalDataFound(
+            f"{what} carries what looks like a {first.kind}{where}; gitmem refuses personal data, because git "
+            "history keeps it forever: leave the number out (name the person or account instead) and try again",
+            kinds=kinds)
+    raise SecretFound(
+        f"{what} carries what looks like a {first.kind}{where}; gitmem refuses it, because git history "
+        "keeps it forever: remove the secret (say where it lives instead, e.g. 'the key is in the "
+        "DEPLOY_KEY variable') and try again",
+        kinds=kinds)
 
 
 def mask(text: str) -> tuple[str, int]:
@@ -131,12 +171,11 @@ def mask(text: str) -> tuple[str, int]:
     if not found:
         return text, 0
     lines = text.splitlines()
-    by_line: dict[int, list[Finding]] = {}
+    by_line: dict[int, list[tuple[int, int] | None]] = {}
     for finding in found:
-        by_line.setdefault(finding.line, []).append(finding)
-    for number, findings in by_line.items():
+        by_line.setdefault(finding.line, []).append(finding.span)
+    for number, spans in by_line.items():
         line = lines[number - 1]
-        spans = [f.span for f in findings]
         if any(span is None for span in spans):
             lines[number - 1] = "[secret removed]"
             continue
@@ -146,6 +185,7 @@ def mask(text: str) -> tuple[str, int]:
                 merged[-1][1] = max(merged[-1][1], end)
             else:
                 merged.append([start, end])
+        # Back to front: a replacement shorter or longer than its secret moves what follows it.
         for start, end in reversed(merged):
             line = line[:start] + "[secret removed]" + line[end:]
         lines[number - 1] = line

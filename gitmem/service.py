@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -45,6 +46,7 @@ from .repo import (
     Namespaces,
     ObjectCounts,
     ReplayGuard,
+    SignedOut,
     Watch,
     WatchList,
     file_heads,
@@ -54,6 +56,7 @@ from .repo import (
     syncing,
 )
 from .repo import check_namespace as check_namespace
+from .repo.beat import die_with_parent, hold_beat_lock
 from .repo.mirrors import Mirrors
 from .repo.replays import replay_guard
 from .repo.syncing import SyncResult
@@ -69,6 +72,7 @@ __all__ = [
     "Ingested", "KeyStore", "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES",
     "ROLES", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "Watch", "WriteResult",
     "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
+    "SignedOut", "die_with_parent", "hold_beat_lock",
 ]
 log = logging.getLogger(__name__)
 #: Seconds between a change and the push to the namespace's mirrors that carries it.
@@ -186,6 +190,11 @@ class MemoryService:
         if self._keys is None:
             self._keys = KeyStore(self.settings.home)
         return self._keys
+
+    @functools.cached_property
+    def signed_out(self) -> SignedOut:
+        """The page sessions signed out (``$GITMEM_HOME/signed-out.json``): they are refused."""
+        return SignedOut(self.settings.home)
 
     def replay_guard(self, window: int) -> ReplayGuard:
         """Where every web process keeps the signed webhook requests it saw within ``window`` seconds."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from celery import Celery
+from celery import Celery, signals
 
 from .broker import (
     CONSOLIDATE,
@@ -39,7 +39,7 @@ from .broker import (
     create_celery,
 )
 from .errors import AlreadyRunning, Conflict, LeaseLost, ReviewStillOpen
-from .service import MemoryService
+from .service import MemoryService, die_with_parent, hold_beat_lock
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,19 @@ def create_worker(settings: Settings) -> Celery:
     """A Celery app for ``settings`` with gitmem's tasks registered, for a worker to run."""
     app = create_celery(settings)
     _register(app)
+    # The beat (``worker --beat``, or ``celery beat``) schedules only while it holds the home's beat
+    # lock, and an embedded one ends with its worker (see gitmem.repo.beat).
+    signals.beat_init.connect(_beat_init, weak=False, dispatch_uid="gitmem-beat-lock")
+    signals.beat_embedded_init.connect(_beat_embedded_init, weak=False, dispatch_uid="gitmem-beat-parent")
     return app
+
+
+def _beat_embedded_init(sender: Any, **_: Any) -> None:
+    die_with_parent()
+
+
+def _beat_init(sender: Any, **_: Any) -> None:
+    hold_beat_lock(_settings_of(sender.app).home / "beat.lock")
 
 
 def _settings_of(app: Celery) -> Settings:

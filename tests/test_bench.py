@@ -138,3 +138,10 @@ def test_bench_lexicon_refuses_data_without_its_rule_files(data: Path, capsys: p
         script("bench_lexicon").main(["--data", str(data)])
     assert exited.value.code == 2
     assert "holds none of the rule files" in capsys.readouterr().err
+def test_bench_secretscan_counts_the_formats_and_the_false_alarms(data: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    figures = script("bench_secretscan").main(["--data", str(data), "--rounds", "1", "--json"])
+    assert json.loads(capsys.readouterr().out)["caught"] == figures["caught"] == figures["formats"] == 49
+    assert figures["statements"] == 200 and figures["false_alarms"] == 0 and figures["missed"] == []
+    with pytest.raises(SystemExit):
+        script("bench_secretscan").main(["--data", str(data), "--rounds", "0"])

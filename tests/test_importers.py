@@ -241,3 +241,49 @@ def test_the_api_imports_for_admins_only(served: tuple[str, MemoryService], sett
     again = httpx.post(endpoint, headers=admin, json={"format": "okf", "files": files}).json()
     assert again["commit"] is None and again["counts"]["skipped"] == 6
     fsck("default")
+
+
+def test_a_symbolic_link_out_of_the_folder_is_not_followed(svc: MemoryService, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "team-b").mkdir(parents=True)
+    (outside / "notes.md").write_text("---\ntitle: other\n---\nThe other team's staging runs on db-7\n")
+    (outside / "team-b" / "plan.md").write_text("---\ntitle: plan\n---\nTeam B ships the rewrite in May\n")
+    (outside / "memories.json").write_text(json.dumps([{"id": "x", "memory": "Deploys need the VPN"}]))
+    source = tmp_path / "notes"
+    shutil.copytree(DATA / "basic-memory", source)
+    (source / "leak.md").symlink_to(outside / "notes.md")
+    (source / "team-b").symlink_to(outside / "team-b", target_is_directory=True)
+    (source / "alias.md").symlink_to(source / "notes" / "authentication-design.md")  # inside: followed
+
+    files = svc.import_source("basic-memory", source)
+    report = svc.import_memories("default", "basic-memory", files, actor="ana")
+    refused = {i.label: i.reason for i in report.items if i.outcome == "refused"}
+    assert refused == {"leak.md": "a symbolic link to outside the folder: not followed"}
+    texts = " ".join(m.text for m in svc.list("default", limit=100))
+    assert "db-7" not in texts and "Team B" not in texts
+    assert "alias.md" in {i.label for i in report.items if i.outcome != "refused"}
+
+    mem0 = tmp_path / "mem0"
+    mem0.mkdir()
+    (mem0 / "memories.json").symlink_to(outside / "memories.json")
+    files = svc.import_source("mem0", mem0)
+    assert files == {"memories.json": "\x00outside"}
+    report = svc.import_memories("default", "mem0", files, actor="ana")
+    assert [(i.outcome, i.reason) for i in report.items] == [
+        ("refused", "a symbolic link to outside the folder: not followed")]
+    assert "VPN" not in " ".join(m.text for m in svc.list("default", limit=100))
+
+
+def test_an_item_edited_in_the_source_is_imported_again_and_the_rest_skipped(svc: MemoryService) -> None:
+    def source(deploys: str) -> dict[str, str]:
+        return {"memories.json": json.dumps([{"id": "a", "memory": "Uses pnpm for JavaScript projects"},
+                                             {"id": "b", "memory": f"Deploys happen on {deploys}"}])}
+
+    first = svc.import_memories("default", "mem0", source("Tuesdays"), actor="ana")
+    assert [i.outcome for i in first.items] == ["added", "added"]
+    again = svc.import_memories("default", "mem0", source("Tuesdays"), actor="ana")
+    assert [i.outcome for i in again.items] == ["skipped", "skipped"] and again.commit is None
+    edited = svc.import_memories("default", "mem0", source("Thursdays"), actor="ana")
+    assert [(i.label, i.outcome) for i in edited.items] == [("memories.json#a", "skipped"),
+                                                            ("memories.json#b", "added")]
+    assert "Deploys happen on Thursdays" in {m.text for m in svc.list("default")}

@@ -15,6 +15,7 @@ from gitmem import extraction, transcripts
 from gitmem.errors import InvalidInput
 from gitmem.extraction import Message
 from gitmem.memories import Candidate
+from gitmem.repo import Buffers
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from tests.fakes.openai_server import HOLD, Request, Status, answer, running
@@ -160,6 +161,19 @@ def test_secrets_are_masked_before_they_are_stored_and_never_reach_git(svc: Memo
     fsck("default")
 
 
+def test_personal_data_is_masked_like_a_secret_every_one_of_it(svc: MemoryService, settings: Settings) -> None:
+    said_it = ("Remember: refunds go to card 4111 1111 1111 1111 or IBAN GB82 WEST 1234 5698 7654 32, "
+               "never to SSN 536-90-4399's old card 5555555555554444.")
+    result = svc.ingest("default", "c1", said(said_it), flush=True)
+    assert result.accepted is not None and result.accepted.masked == 4
+    stored = (settings.home / "ingest" / "default.sqlite").read_bytes()
+    for number in (b"4111 1111", b"GB82", b"536-90", b"5555555555554444"):
+        assert number not in stored
+    repo = settings.repos_dir / "default.git"
+    dump = subprocess.run(["git", "--git-dir", str(repo), "log", "-p", "--all"], capture_output=True, text=True).stdout
+    assert "4111" not in dump and "GB82" not in dump and "536-90" not in dump
+
+
 # --- distilling ---------------------------------------------------------------------------------
 
 
@@ -212,11 +226,10 @@ def test_a_buffer_whose_commit_landed_is_not_distilled_twice(svc: MemoryService,
         service.ingest("default", "c1", said("We use uv instead of pip for Python packages."))
         (buffer_id,) = service._ingest.seal("default")
         buffers = service._namespaces.buffers("default")
-        assert buffers.claim(buffer_id, 0.2)
+        assert buffers.claim(buffer_id, 0)  # the dead worker's claim, lapsed at once
         service.remember_many("default", [Candidate("We use uv instead of pip for Python packages.", source="agent",
                                                     state="pending")],
                               message="ingest: 1", action="ingest", trailers=(("Ingest-Buffer", buffer_id),))
-        time.sleep(0.3)  # the dead worker's claim lapses
         again = service.distil("default", buffer_id)
         assert again.outcome == "already"
         assert len(service.list("default")) == 1 and service.ingest_status("default")["buffers_done"] == 1
@@ -289,6 +302,45 @@ def test_a_malformed_answer_writes_nothing_and_the_buffer_is_tried_again(setting
             assert len(service.list("default")) == 1
         finally:
             service.close()
+
+
+def test_a_failed_buffer_waits_twice_as_long_each_time_up_to_an_hour(settings: Settings) -> None:
+    with running(lambda r: Status(500)) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url, llm_retries=0, ingest_retry_seconds=300))
+        service.init("default")
+        try:
+            service.ingest("default", "c1", said("Reports read the SaaS MySQL replica."))
+            (buffer_id,) = service._ingest.seal("default")
+            buffers = service._namespaces.buffers("default")
+            assert isinstance(buffers, Buffers)
+            for attempt, wait in enumerate([300, 600, 1200, 2400, 3600, 3600]):
+                before = time.time()
+                assert service.distil("default", buffer_id).outcome == "failed"
+                after = time.time()
+                found = buffers.get(buffer_id)
+                assert found is not None and found.attempts == attempt + 1
+                assert before + wait <= found.not_before <= after + wait, (attempt, found.not_before - before)
+                assert buffers.due() == [] and len(buffers.messages(buffer_id)) == 1  # waits, kept
+                buffers.db.execute("UPDATE buffers SET not_before = 0 WHERE id = ?", (buffer_id,))  # time passes
+        finally:
+            service.close()
+
+
+def test_a_batch_that_reaches_the_flush_threshold_exactly_seals_its_buffer(settings: Settings) -> None:
+    text = "Never deploy to production on Fridays."
+    tokens = extraction.estimate_tokens(text)
+    at = MemoryService(settings.with_(ingest_flush_tokens=tokens))
+    under = MemoryService(settings.with_(ingest_flush_tokens=tokens + 1))
+    at.init("default")
+    try:
+        below = under.ingest("default", "c1", said(text))
+        assert below.accepted is not None and below.accepted.sealed == () and below.accepted.active_tokens == tokens
+        reached = at.ingest("default", "c2", said(text))
+        assert reached.accepted is not None and len(reached.accepted.sealed) == 1
+        assert reached.accepted.active_tokens == 0
+    finally:
+        at.close()
+        under.close()
 
 
 def test_a_model_that_hangs_holds_the_buffer_until_its_claim_lapses(settings: Settings) -> None:

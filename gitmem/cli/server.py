@@ -7,6 +7,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from typing import Any
 
 import click
@@ -16,6 +18,10 @@ from ..service import ALL_NAMESPACES, ROLES, KeyStore
 from .base import emit, json_option, main, ns_name, settings
 
 WORKER_STOP_SECONDS = 15
+WATCH_SECONDS = 0.5  # how often serve looks at its background worker
+RESTART_SECONDS = 1.0  # then doubling, up to MAX_RESTART_SECONDS, while it keeps dying young
+MAX_RESTART_SECONDS = 60.0
+STEADY_SECONDS = 30.0  # a worker that ran this long died of something else than its start
 
 
 @main.command()
@@ -33,23 +39,80 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
 
     With no broker configured (GITMEM_BROKER_URL unset), this also runs `gitmem worker --beat`
     on the embedded broker as a child process, so one command on one machine does everything,
-    including background consolidation; the child stops when the server does. With a broker
+    including background consolidation; the child is started again if it dies, and stops when
+    the server does. With a broker
     configured it serves only: run `gitmem worker` elsewhere. Under the hood this is gunicorn;
     in production you may run `gunicorn 'gitmem.web:create_app()'` yourself.
     """
     config = settings()
     _check_address(host, port)
     master = os.getpid()
-    child: subprocess.Popen[bytes] | None = None
+    child: Supervised | None = None
     if config.broker_url is None and not no_worker:
-        child = subprocess.Popen([sys.executable, "-m", "gitmem", "worker", "--beat"])
-        click.echo(f"started background worker (pid {child.pid}) on the embedded broker", err=True)
+        child = Supervised([sys.executable, "-m", "gitmem", "worker", "--beat"], "background worker")
+        child.start()
     try:
         _gunicorn(host, port, workers, threads)
     finally:
         # gunicorn forks its workers from here; only the master owns the background worker.
         if child is not None and os.getpid() == master:
-            _stop(child)
+            child.stop()
+
+
+class Supervised:
+    """A child process kept running: started again when it dies, until :meth:`stop`.
+
+    A thread of the server's master process watches it. A child that keeps dying soon after it
+    starts is started again after a wait that doubles, up to a minute, so a broken one does not spin.
+    """
+
+    def __init__(self, argv: list[str], what: str) -> None:
+        """Run ``argv``, called ``what`` in messages."""
+        self.argv, self.what = argv, what
+        self.process: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._watcher: threading.Thread | None = None
+        self.started = 0.0
+
+    def start(self) -> None:
+        """Start the child and the thread that watches it."""
+        self._spawn()
+        self._watcher = threading.Thread(target=self._watch, name=f"gitmem-{self.what}", daemon=True)
+        self._watcher.start()
+
+    def _spawn(self) -> None:
+        with self._lock:
+            if self._stopping.is_set():
+                return
+            self.process = subprocess.Popen(self.argv)
+            self.started = time.monotonic()
+        click.echo(f"started {self.what} (pid {self.process.pid}) on the embedded broker", err=True)
+
+    def _watch(self) -> None:
+        wait = RESTART_SECONDS
+        while not self._stopping.wait(WATCH_SECONDS):
+            process = self.process
+            # poll(), not wait(): gunicorn's master reaps every child that exits, this one too.
+            if process is None or process.poll() is None:
+                continue
+            ran = time.monotonic() - self.started
+            wait = RESTART_SECONDS if ran > STEADY_SECONDS else min(wait * 2, MAX_RESTART_SECONDS)
+            click.echo(f"{self.what} (pid {process.pid}) died (exit {process.returncode}); starting it again "
+                       f"in {wait:g} s", err=True)
+            if self._stopping.wait(wait):
+                return
+            self._spawn()
+
+    def stop(self) -> None:
+        """Stop watching, then stop the child (SIGTERM, then SIGKILL after a while)."""
+        with self._lock:
+            self._stopping.set()
+            process = self.process
+        if self._watcher is not None:
+            self._watcher.join()
+        if process is not None:
+            _stop(process)
 
 
 def _check_address(host: str, port: int) -> None:

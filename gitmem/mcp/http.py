@@ -21,13 +21,14 @@ rebinding: a ``Host`` (and a browser's ``Origin``) outside localhost and
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import re
 import threading
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from a2wsgi import ASGIMiddleware
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware, get_access_token
@@ -225,6 +226,25 @@ def asgi_app(service: MemoryService) -> tuple[ASGIApp, StreamableHTTPSessionMana
     return _Guard(app, hosts, settings.max_request_bytes), server.session_manager
 
 
+def _chunked(environ: WSGIEnvironment) -> bool:
+    """Whether the request's body comes without a length: in chunks, read to its end."""
+    return ("chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+            or bool(environ.get("wsgi.input_terminated")))
+
+
+def _read_up_to(stream: Any, most: int) -> bytes:
+    """At most ``most`` bytes of ``stream``, reading until it ends (a read may return less than asked)."""
+    parts: list[bytes] = []
+    size = 0
+    while size < most:
+        part = stream.read(min(65536, most - size))
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    return b"".join(parts)
+
+
 class _Drained:
     """a2wsgi's response, run to its end even when the server stops reading it (a client gone).
 
@@ -266,6 +286,12 @@ class WsgiBridge:
                 self._start()
             wsgi = self._wsgi
         assert wsgi is not None
+        if not environ.get("CONTENT_LENGTH") and _chunked(environ):
+            # a2wsgi reads CONTENT_LENGTH bytes of the body, so none of one sent in chunks: read it
+            # here and say its length. One byte past the limit is enough for _Guard's 413.
+            body = _read_up_to(environ["wsgi.input"], self.service.settings.max_request_bytes + 1)
+            environ = {**environ, "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body))}
+            environ.pop("HTTP_TRANSFER_ENCODING", None)
         return _Drained(wsgi(environ, start_response))  # type: ignore[arg-type]
 
     def _start(self) -> None:

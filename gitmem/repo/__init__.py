@@ -16,6 +16,7 @@
     workspace.py  the files in play in an agent's project (a git working tree), for its hooks
     buffers.py    conversations' messages waiting to be distilled (SQLite in the shared home)
     watches.py    the chat channels whose conversations are ingested (watched.json in the shared home)
+    sessions.py   page sessions that were signed out (signed-out.json in the shared home)
 
 Everything above this layer works with the names exported here and never imports pygit2.
 """
@@ -41,6 +42,7 @@ from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, ch
 from .packing import ObjectCounts
 from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
+from .sessions import SignedOut
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers, refused_part
 from .vectors import VectorStore
 from .watches import Watch, WatchList, check_channel
@@ -54,4 +56,5 @@ __all__ = [
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "Watch", "WatchList", "check_channel",
     "category_term", "check_namespace", "file_heads", "files_in_play", "is_memory_path", "match_tokens", "packing",
     "parse_trailers", "receive", "refusal", "refused_part", "role_rank", "search_terms", "techs_of", "text_hash",
+    "SignedOut",
 ]

@@ -103,6 +103,7 @@ class Sealed:
     error: str | None
     commit: str | None
     claim: str | None = None
+    not_before: float = 0.0  # when a failed buffer may be tried again (Unix seconds)
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,7 @@ class Buffers:
     def get(self, buffer_id: str) -> Sealed | None:
         """One buffer, or None."""
         rows = self._read("SELECT id, conversation, sealed, reason, tokens, messages, state, attempts, error, "
-                          "commit_id, claim FROM buffers WHERE id = ?", (buffer_id,))
+                          "commit_id, claim, not_before FROM buffers WHERE id = ?", (buffer_id,))
         return Sealed(*rows[0]) if rows else None
 
     def source(self, conversation: str) -> tuple[str, dict[str, Any]]:
@@ -294,5 +295,5 @@ class Buffers:
     def recent(self, limit: int = 20) -> list[Sealed]:
         """The newest buffers, newest first."""
         rows = self._read("SELECT id, conversation, sealed, reason, tokens, messages, state, attempts, error, "
-                          "commit_id, claim FROM buffers ORDER BY sealed DESC LIMIT ?", (limit,))
+                          "commit_id, claim, not_before FROM buffers ORDER BY sealed DESC LIMIT ?", (limit,))
         return [Sealed(*row) for row in rows]

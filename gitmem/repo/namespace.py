@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pygit2
 
@@ -25,6 +25,12 @@ from ..settings import Settings
 from .buffers import Buffers
 from .index import SearchIndex, UsageLog, is_memory_path
 from .store import Change, Guard, Store
+
+if TYPE_CHECKING:
+    from .redisbuffers import RedisBuffers
+
+    #: A namespace's conversation buffers: SQLite in the shared home, or Redis when hosts share one.
+    BufferStore = Buffers | RedisBuffers
 
 _NAMESPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 
@@ -187,7 +193,7 @@ class Namespaces:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._open: dict[str, Namespace] = {}
-        self._buffers: dict[str, Buffers] = {}
+        self._buffers: dict[str, BufferStore] = {}
         self._lock = threading.Lock()
         #: Called with the namespace's name after gitmem moved one of its refs (see Store.moved).
         self.on_change: Callable[[str], None] | None = None
@@ -278,20 +284,34 @@ class Namespaces:
         return name
 
     def buffers_path(self, namespace: str) -> Path:
-        """Where a namespace's conversation buffers live: ``$GITMEM_HOME/ingest/<namespace>.sqlite``."""
+        """Where a namespace's conversation buffers live without Redis: ``$GITMEM_HOME/ingest/<namespace>.sqlite``."""
         return self.settings.home / "ingest" / f"{check_namespace(namespace)}.sqlite"
 
     def has_buffers(self, namespace: str) -> bool:
-        """Whether the namespace has ever ingested a conversation (its buffer file exists)."""
+        """Whether the namespace has ever ingested a conversation (its buffer file, or its keys in Redis, exist)."""
+        if self.settings.shared_redis_url is not None:
+            found = self.buffers(namespace)
+            return isinstance(found, Buffers) or found.exists()
         return self.buffers_path(namespace).exists()
 
-    def buffers(self, namespace: str) -> Buffers:
-        """The conversation buffers of an existing namespace: ``$GITMEM_HOME/ingest/<namespace>.sqlite``."""
+    def buffers(self, namespace: str) -> BufferStore:
+        """The conversation buffers of an existing namespace: in the Redis hosts share, else in SQLite.
+
+        SQLite's locking is not safe on a network file system, so hosts that share a home over NFS
+        configure Redis (``GITMEM_REDIS_URL``, or a Redis broker) and the buffers go there.
+        """
         self.open(namespace)
         with self._lock:
             found = self._buffers.get(namespace)
             if found is None:
-                found = self._buffers[namespace] = Buffers(self.buffers_path(namespace))
+                url = self.settings.shared_redis_url
+                if url is not None:
+                    from .redisbuffers import RedisBuffers  # loads redis, only when configured
+
+                    found = RedisBuffers(url, self.settings.celery_queue, namespace)
+                else:
+                    found = Buffers(self.buffers_path(namespace))
+                self._buffers[namespace] = found
             return found
 
     def close(self) -> None:

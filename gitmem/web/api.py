@@ -103,6 +103,11 @@ def remember(ns: str) -> tuple[Response, int]:
     options = data.get("options")
     if options is not None and not isinstance(options, list):
         raise InvalidInput("'options' must be a list of {name, pros, cons}")
+    author = inputs.string(data, "author")
+    if author is not None and author != who.name and who.role != "admin":
+        # As the feedback webhook: only an admin key may write in another's name.
+        raise PermissionDenied(f"this key writes as {who.name!r}; only an admin key may name another author "
+                               f"({author!r}); leave 'author' out")
     result = service().remember(
         ns,
         inputs.string(data, "text", required=True) or "",
@@ -111,7 +116,8 @@ def remember(ns: str) -> tuple[Response, int]:
         tags=inputs.strings(data, "tags") or (),
         paths=inputs.strings(data, "paths") or (),
         source=inputs.string(data, "source") or "agent",
-        author=inputs.string(data, "author") or who.name,
+        author=author or who.name,
+        actor=who.name,
         state=inputs.string(data, "state") or "active",
         options=options,
         active=inputs.string(data, "active"),

@@ -17,13 +17,14 @@ import base64
 import binascii
 import hashlib
 import hmac
+import secrets
 import time
 from dataclasses import dataclass
 
 from flask import current_app, g, request, session
 
 from ..errors import GitmemError
-from ..service import ApiKey, KeyStore, ReplayGuard, refusal, role_rank
+from ..service import ApiKey, KeyStore, MemoryService, ReplayGuard, SignedOut, refusal, role_rank
 from . import inputs
 
 SIGNATURE_WINDOW = 300
@@ -97,10 +98,7 @@ def caller(*, allow_signature: bool = False, allow_session: bool = False) -> Cal
         verify_signature()
         found = Caller("webhook", "signature")
     elif allow_session and session.get("key_id"):
-        stored = keystore().get(str(session["key_id"]))
-        if stored is None:
-            session.clear()
-            raise Unauthenticated("your key was revoked; sign in again")
+        stored = session_key()
         found = Caller(stored.name, "session", stored)
     else:
         raise Unauthenticated(
@@ -109,6 +107,50 @@ def caller(*, allow_signature: bool = False, allow_session: bool = False) -> Cal
         )
     g.caller = found
     return found
+
+
+def session_key() -> ApiKey:
+    """The key this page session signed in with; :class:`Unauthenticated` once it signed out or was revoked.
+
+    The cookie is the browser's, so signing out is recorded on the server too (the session's id,
+    see :mod:`gitmem.repo.sessions`): a copy of the cookie taken before is refused as well.
+    """
+    found = g.get("session_key")
+    if isinstance(found, ApiKey):
+        return found
+    sid = session.get("sid")
+    if not isinstance(sid, str) or signed_out().ended(sid):
+        session.clear()
+        raise Unauthenticated("this session was signed out; sign in again")
+    stored = keystore().get(str(session.get("key_id")))
+    if stored is None:
+        session.clear()
+        raise Unauthenticated("your key was revoked; sign in again")
+    g.session_key = stored
+    return stored
+
+
+def start_session(key: ApiKey) -> None:
+    """Sign a page session in with ``key``, under a new session id."""
+    session.clear()
+    session["sid"] = secrets.token_urlsafe(24)
+    session["key_id"], session["key_name"] = key.id, key.name
+
+
+def end_session() -> None:
+    """Sign the page session out, here and in every copy of its cookie, until the cookie would expire."""
+    sid = session.get("sid")
+    if isinstance(sid, str):
+        lifetime = current_app.permanent_session_lifetime.total_seconds()
+        signed_out().end(sid, time.time() + lifetime)
+    session.clear()
+
+
+def signed_out() -> SignedOut:
+    """The page sessions that signed out."""
+    service = current_app.extensions["gitmem"]
+    assert isinstance(service, MemoryService)
+    return service.signed_out
 
 
 def require(namespace: str, role: str, **how: bool) -> Caller:

@@ -109,7 +109,9 @@ def document() -> dict[str, Any]:
     remember_body = _obj({
         "text": {"type": "string", "minLength": 1}, "type": {"type": "string", "enum": list(TYPES)},
         "title": STR, "tags": STRS, "paths": STRS,
-        "source": {"type": "string", "enum": list(SOURCES)}, "author": STR,
+        "source": {"type": "string", "enum": list(SOURCES)},
+        "author": {"type": "string", "description": "who said it: the key's name (the default), or, for an "
+                   "admin key only, another's; the commit's actor is the key's name"},
         "state": {"type": "string", "enum": ["active", "pending"]},
         "options": {"type": "array", "items": option,
                     "description": "techchoice: two or more, each with pros and cons"},

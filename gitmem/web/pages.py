@@ -42,7 +42,7 @@ from ..errors import GitmemError, MemoryNotFound, PermissionDenied
 from ..service import REVIEW_STATUSES, summarise
 from ..templating import templates_dir
 from .api import review_number, reviews, service
-from .auth import Caller, Unauthenticated, keystore, require
+from .auth import Caller, Unauthenticated, end_session, keystore, require, session_key, start_session
 
 bp = Blueprint("pages", __name__, static_folder=None)
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
@@ -209,8 +209,7 @@ def login() -> str | tuple[str, int] | BaseResponse:
         if stored is None:
             flash("that key is not valid (revoked, mistyped or never made)", "error")
             return render_template("login.html", next=target), 401
-        session.clear()
-        session["key_id"], session["key_name"] = stored.id, stored.name
+        start_session(stored)
         csrf_token()
         return back(target)
     return render_template("login.html", next=target)
@@ -218,18 +217,17 @@ def login() -> str | tuple[str, int] | BaseResponse:
 
 @bp.post("/logout")
 def logout() -> BaseResponse:
-    """Sign out and go to the sign-in page."""
-    session.clear()
+    """Sign out (every copy of this session's cookie too) and go to the sign-in page."""
+    end_session()
     return back(url_for("pages.login"))
 
 
 @bp.get("/")
 def index() -> str | BaseResponse:
     """Send a signed-in person to their one namespace's dashboard, or list the namespaces they can see."""
-    key_id = session.get("key_id")
-    stored = keystore().get(str(key_id)) if key_id else None
-    if stored is None:
+    if not session.get("key_id"):
         return redirect(url_for("pages.login"))
+    stored = session_key()  # Unauthenticated (signed out, revoked) sends them to sign in
     names = [n for n in service().namespaces() if stored.covers(n)]
     if len(names) == 1:
         return redirect(url_for("pages.dashboard", ns=names[0]))

@@ -6,7 +6,7 @@ import asyncio
 import json
 import subprocess
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,11 +121,15 @@ def test_a_reviewer_key_amends_directly(served: Served) -> None:
 
 
 def test_a_reader_key_reads_but_may_not_write_and_is_told_why_as_over_rest(served: Served) -> None:
-    async def seed(client: Client) -> str:
+    async def seed(client: Client) -> tuple[str, str]:
         made = data(await client.call_tool("remember", {"text": "Feature flags live in config/flags.yaml"}))
-        return str(made["memory"]["id"])
+        choice = data(await client.call_tool("remember", {
+            "text": "Feature flag service", "type": "techchoice", "active": "files",
+            "options": [{"name": "files", "pros": ["no service"], "cons": ["redeploy to flip"]},
+                        {"name": "unleash", "pros": ["flip live"], "cons": ["one more service"]}]}))
+        return str(made["memory"]["id"]), str(choice["memory"]["id"])
 
-    memory_id = run(served, "writer", seed)
+    memory_id, choice_id = run(served, "writer", seed)
     before = head(served)
 
     async def steps(client: Client) -> dict[str, Any]:
@@ -134,6 +138,8 @@ def test_a_reader_key_reads_but_may_not_write_and_is_told_why_as_over_rest(serve
             "remember": error(await client.call_tool("remember", {"text": "Readers should not write this"})),
             "feedback": error(await client.call_tool("feedback", {"memory_id": memory_id, "action": "confirm"})),
             "forget": error(await client.call_tool("forget", {"memory_id": memory_id})),
+            "choose": error(await client.call_tool("choose", {"memory_id": choice_id, "option": "unleash",
+                                                              "reason": "flip flags live"})),
         }
 
     got = run(served, "reader", steps)
@@ -143,9 +149,30 @@ def test_a_reader_key_reads_but_may_not_write_and_is_told_why_as_over_rest(serve
     assert rest.status_code == 403
     refusal = rest.json()["error"]["message"]
     assert refusal == "reader (reader) may not do this in namespace 'default': it needs a writer key for that namespace"
-    for tool in ("remember", "feedback", "forget"):
+    for tool in ("remember", "feedback", "forget", "choose"):
         assert got[tool] == f"Error executing tool {tool}: {refusal}"
     assert head(served) == before
+
+
+def test_a_forgotten_memory_is_given_to_no_key(served: Served) -> None:
+    async def seed(client: Client) -> tuple[str, str]:
+        kept = data(await client.call_tool("remember", {"text": "Staging resets every night at 02:00"}))
+        gone = data(await client.call_tool("remember", {"text": "The old VPN gateway is vpn-legacy.internal"}))
+        data(await client.call_tool("forget", {"memory_id": gone["memory"]["id"]}))
+        return str(kept["memory"]["id"]), str(gone["memory"]["id"])
+
+    kept, gone = run(served, "writer", seed)
+    for key in ("reader", "writer", "admin"):
+        async def steps(client: Client) -> tuple[str, str]:
+            text = (await client.read_resource(f"gitmem://default/{kept}")).contents[0].text
+            with pytest.raises(MCPError) as refused:
+                await client.read_resource(f"gitmem://default/{gone}")
+            return text, refused.value.error.message
+
+        text, refusal = run(served, key, steps)
+        assert "Staging resets every night" in text
+        assert refusal == (f"memory {gone} in namespace 'default' was forgotten (archived): it is kept in history "
+                           "but given to no agent; a reviewer can restore it")
 
 
 def test_a_key_is_held_to_its_namespace(served: Served) -> None:
@@ -336,3 +363,24 @@ def test_a_response_the_server_stops_reading_leaves_nothing_running(tmp_path: Pa
         bridge.close()
         service.close()
     assert bridge._loop is None
+
+
+def chunked(body: bytes, size: int = 7) -> Iterator[bytes]:
+    """``body`` in pieces: httpx sends a generator with ``Transfer-Encoding: chunked`` and no length."""
+    for at in range(0, len(body), size):
+        yield body[at:at + size]
+
+
+def test_a_chunked_request_body_is_read_whole(served: Served) -> None:
+    auth = RPC_HEADERS | {"Authorization": f"Bearer {served.keys['reader']}"}
+    body = json.dumps(LIST_TOOLS).encode()
+    sent = httpx.post(served.mcp, content=chunked(body), headers=auth, timeout=30)
+    assert sent.request.headers.get("transfer-encoding") == "chunked" and "content-length" not in sent.request.headers
+    assert sent.status_code == 200, sent.text
+    assert "remember" in {t["name"] for t in sent.json()["result"]["tools"]}
+
+    # The limit holds for a body that does not say its length: read up to it, then refused.
+    big = json.dumps({**LIST_TOOLS, "params": {"pad": "x" * 300_000}}).encode()
+    refused = httpx.post(served.mcp, content=chunked(big, 65536), headers=auth, timeout=30)
+    assert refused.status_code == 413, refused.text
+    assert refused.json()["error"]["message"] == "the request body is larger than the 262144-byte limit"

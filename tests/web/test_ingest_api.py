@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from gitmem.service import MemoryService
 
 from .conftest import Client, Keys
@@ -49,5 +51,19 @@ def test_bad_input_is_a_400_naming_it_and_stores_nothing(client: Client, keys: K
     bad_id = client.post("/api/v1/namespaces/default/conversations/a b/messages", json={"messages": [{"text": "x"}]},
                          headers=writer)
     assert bad_id.status_code == 400 and "conversation id" in bad_id.json["error"]["message"]
+    status = client.get("/api/v1/namespaces/default/conversations", headers=keys.auth("reader")).json
+    assert status.get("messages", 0) == 0
+
+
+def test_a_lone_surrogate_anywhere_in_a_message_is_a_400_not_a_500(client: Client, keys: Keys) -> None:
+    # JSON may escape half of a surrogate pair ("\ud800"): Python reads it as a str that UTF-8 cannot hold.
+    for field, message in (("text", {"id": "m1", "text": "we use pnpm \ud800"}),
+                           ("author", {"id": "m1", "text": "we use pnpm", "author": "ana\udc00"}),
+                           ("id", {"id": "m1\ud83d", "text": "we use pnpm"})):
+        response = client.post(URL, data=json.dumps({"messages": [message]}), content_type="application/json",
+                                headers=keys.auth("writer"))
+        assert response.status_code == 400, (field, response.json)
+        assert response.json["error"]["message"].startswith(f"messages[0].{field} "), response.json
+        assert "UTF-8" in response.json["error"]["message"]
     status = client.get("/api/v1/namespaces/default/conversations", headers=keys.auth("reader")).json
     assert status.get("messages", 0) == 0

@@ -1,4 +1,7 @@
-"""The pages in a real headless Chromium (Debian's), plus CSRF checks through the test client."""
+"""The pages in a real headless Chromium (Debian's), plus what they render and decide through the test client.
+
+Signing in and out, and CSRF: ``test_sign_in.py``.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
@@ -16,6 +18,7 @@ from gitmem.repo import Change
 from gitmem.service import MemoryService
 
 from .conftest import Client, Keys
+from .test_sign_in import signed_in
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 needs_browser = pytest.mark.skipif(not Path(CHROMIUM).exists(),
@@ -147,75 +150,7 @@ def test_discuss_a_memory_from_its_page(page: Page, svc: MemoryService, remember
     assert svc.show("default", mid).text == "Releases go out on Tuesdays"
 
 
-# --- without a browser: sign-in and cross-site protection -------------------------------------------
-
-
-def signed_in(client: Client, key: str) -> str:
-    """Sign in through the form; returns the session's CSRF token."""
-    form = client.get("/login").get_data(as_text=True)
-    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
-    assert token is not None
-    response = client.post("/login", data={"key": key, "csrf_token": token.group(1), "next": "/"})
-    assert response.status_code == 303
-    page = client.get("/ns/default/").get_data(as_text=True)
-    found = re.search(r'name="csrf_token" value="([^"]+)"', page)
-    assert found is not None
-    return found.group(1)
-
-
-def test_pages_need_sign_in(client: Client) -> None:
-    response = client.get("/ns/default/")
-    assert response.status_code == 302 and "/login" in response.headers["Location"]
-
-
-def test_wrong_key_does_not_sign_in(client: Client) -> None:
-    form = client.get("/login").get_data(as_text=True)
-    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
-    assert token is not None
-    response = client.post("/login", data={"key": "gmk_000000000000_xxxxxxxxxxxxxxxxxxxxxxxx",
-                                           "csrf_token": token.group(1)})
-    assert response.status_code == 401 and "not valid" in response.get_data(as_text=True)
-    assert client.get("/ns/default/").status_code == 302
-
-
-def test_form_posts_without_the_csrf_token_change_nothing(client: Client, keys: Keys, svc: MemoryService,
-                                                         remember: Callable[..., str]) -> None:
-    mid = remember("Keep secrets in the vault")
-    token = signed_in(client, keys.reviewer)
-    before = svc.status("default")["head"]
-    url = f"/ns/default/memories/{mid}/feedback"
-    missing = client.post(url, data={"action": "reject"})
-    forged = client.post(url, data={"action": "reject", "csrf_token": "guess"})
-    cross = client.post(url, data={"action": "reject", "csrf_token": token},
-                        headers={"Origin": "https://evil.example"})
-    assert missing.status_code == forged.status_code == cross.status_code == 403
-    assert svc.status("default")["head"] == before
-    ok = client.post(url, data={"action": "reject", "csrf_token": token, "text": "moved to env vars"})
-    assert ok.status_code == 303
-    assert svc.show("default", mid).state == "archived"
-
-
-def test_a_reader_sees_no_write_buttons_and_cannot_post(client: Client, keys: Keys, svc: MemoryService,
-                                                        remember: Callable[..., str]) -> None:
-    mid = remember("CI runs on every push")
-    token = signed_in(client, keys.reader)
-    page = client.get(f"/ns/default/memories/{mid}").get_data(as_text=True)
-    assert "Confirm" not in page and "Revert" not in page
-    before = svc.status("default")["head"]
-    refused = client.post(f"/ns/default/memories/{mid}/feedback", data={"action": "confirm", "csrf_token": token})
-    assert refused.status_code == 403
-    assert svc.status("default")["head"] == before
-
-
-def test_revoked_key_signs_the_session_out(client: Client, keys: Keys, svc: MemoryService) -> None:
-    from gitmem.repo import KeyStore
-
-    signed_in(client, keys.reader)
-    store = KeyStore(svc.settings.home)
-    [reader] = [k for k in store.list() if k.name == "reader"]
-    store.revoke(reader.id)
-    response = client.get("/ns/default/")
-    assert response.status_code == 302 and "/login" in response.headers["Location"]
+# --- without a browser: review decisions and what pages render -----------------------------------------
 
 
 def test_approve_selected_commits_only(client: Client, keys: Keys, svc: MemoryService,
@@ -253,58 +188,6 @@ def test_side_by_side_diff_escapes_what_it_shows(client: Client, keys: Keys, svc
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
 
 
-# Targets a browser would take to another site: it drops tabs and line breaks, trims spaces and
-# reads a backslash as a slash.
-OFFSITE = ["/\t/evil.example/x", "/\n/evil.example", "/\r\n/evil.example", "/\\evil.example",
-           "/\\/evil.example", "\\\\evil.example", "//evil.example", " //evil.example",
-           "/ /evil.example", "https://evil.example/", "javascript:alert(1)", "/\x00/evil.example",
-           "/\u2028/evil.example", "/\u200b/evil.example", "evil.example"]
-
-
-@pytest.mark.parametrize("target", OFFSITE)
-def test_sign_in_never_redirects_to_another_site(client: Client, keys: Keys, target: str) -> None:
-    form = client.get("/login", query_string={"next": target}).get_data(as_text=True)
-    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
-    assert token is not None
-    assert 'name="next" value="/"' in form
-    response = client.post("/login", data={"key": keys.reader, "csrf_token": token.group(1), "next": target})
-    assert response.status_code == 303
-    assert response.headers["Location"] == "/"
-
-
-def test_sign_in_with_a_tab_in_next_over_http(live_server: str, keys: Keys) -> None:
-    # The report: /login?next=/%09/evil.example/x answered "Location: //evil.example/x".
-    with httpx.Client(base_url=live_server) as http:
-        form = http.get("/login?next=/%09/evil.example/x").text
-        token = re.search(r'name="csrf_token" value="([^"]+)"', form)
-        assert token is not None
-        response = http.post("/login?next=/%09/evil.example/x",
-                             data={"key": keys.reader, "csrf_token": token.group(1)})
-    assert response.status_code == 303
-    assert response.headers["Location"] == "/"
-
-
-def test_sign_in_returns_to_a_page_of_this_site(client: Client, keys: Keys) -> None:
-    form = client.get("/login").get_data(as_text=True)
-    token = re.search(r'name="csrf_token" value="([^"]+)"', form)
-    assert token is not None
-    target = "/ns/default/search?q=deploy&path=src/app.py"
-    response = client.post("/login", data={"key": keys.reader, "csrf_token": token.group(1), "next": target})
-    assert response.headers["Location"] == target
-
-
-@pytest.mark.parametrize("target", OFFSITE[:6])
-def test_revert_form_never_redirects_to_another_site(client: Client, keys: Keys, svc: MemoryService,
-                                                     remember: Callable[..., str], target: str) -> None:
-    remember("Tabs, not spaces")
-    commit = svc.log("default", limit=1)[0].id
-    token = signed_in(client, keys.reviewer)
-    response = client.post(f"/ns/default/commits/{commit}/revert", data={"csrf_token": token, "back": target})
-    assert response.status_code == 303
-    assert response.headers["Location"] == "/ns/default/"
-    assert svc.log("default", limit=1)[0].action == "revert"
-
-
 def test_images_in_memories_are_links_and_never_load(client: Client, keys: Keys, svc: MemoryService,
                                                      remember: Callable[..., str]) -> None:
     mid = remember("Our dashboard ![tracking pixel](https://evil.example/p.gif) and "
@@ -329,24 +212,6 @@ def test_a_review_page_in_other_digits_is_refused(client: Client, keys: Keys, sv
     assert client.get("/ns/default/reviews/3").status_code == 200
     page = client.get("/ns/default/reviews/\u0663")  # Arabic-Indic three
     assert page.status_code == 400 and "is not a review number" in page.get_data(as_text=True)
-def test_logout_ends_the_session(client: Client, keys: Keys, svc: MemoryService,
-                                 remember: Callable[..., str]) -> None:
-    mid = remember("Sessions end on sign-out")
-    token = signed_in(client, keys.writer)
-    forged = client.post("/logout", data={"csrf_token": "guess"})
-    assert forged.status_code == 403
-    assert client.get("/ns/default/").status_code == 200, "a forged sign-out changes nothing"
-
-    out = client.post("/logout", data={"csrf_token": token})
-    assert out.status_code == 303 and out.headers["Location"] == "/login"
-    again = client.get("/ns/default/")
-    assert again.status_code == 302 and "/login" in again.headers["Location"]
-    before = svc.status("default")["head"]
-    stale = client.post(f"/ns/default/memories/{mid}/feedback", data={"action": "confirm", "csrf_token": token})
-    assert stale.status_code == 403, "the old form token went with the session"
-    assert svc.status("default")["head"] == before
-
-
 # --- reviews a person can decide from (issue 11) -----------------------------------------------------
 
 
