@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import json
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,7 +22,7 @@ from .semantic import Semantics
 from .settings import Settings
 from .similarity import dice, token_set
 from .templating import render_template
-from .words import Terms, query_terms
+from .words import Terms, query_terms, written
 
 #: How much the query's own wording (stop words and all) counts among hits alike in terms, and how
 #: many hits past the limit are read for it.
@@ -265,11 +265,12 @@ class Recall:
         lowest = self.settings.recall_floor - ranking.CROSS_LINGUAL
         near = [c for c in ns.index.by_hashes(h for h, cos in cosines.items() if cos >= lowest)]
         pool = {c.id: c for c in near} | {c.id: c for c in found}
+        quoted = self._quoted(ns, query, pool.values(), cosines, weighted, terms)
         relevance: dict[str, float] = {}
         for c in pool.values():
             floor = ranking.floor_for(self.settings.recall_floor, terms.words, c.terms)
             value = ranking.relevance(ranking.lexical(weighted, terms.pairs, c.terms), cosines.get(c.vhash), floor,
-                                      quoted=ranking.quoted(weighted, terms.pairs, c.terms))
+                                      quoted=c.id in quoted)
             if value is not None:
                 relevance[c.id] = value
         # A superseded memory still live (its successor waits for review) gives way to its successor.
@@ -307,6 +308,28 @@ class Recall:
                     matched) for score, c, potency, matched in ranked]
         hits.sort(key=lambda h: (-round(h.score, 9), -_stamp(h.memory.updated), h.memory.id))
         return _newest_first(hits[:limit])
+
+    @staticmethod
+    def _quoted(ns: Namespace, query: str, pool: Iterable[Candidate], cosines: Mapping[str, float],
+                weighted: Mapping[str, float], terms: Terms) -> set[str]:
+        """The memories that hold the query as it is said: its words in order, or every word as written.
+
+        Only those the sentence vector doubts (a cosine under :data:`ranking.UNRELATED`) are read:
+        "maintenance mode instructions" holds its words in a memory the encoder cannot place, while
+        "What is my manager's name?" holds "manager" and "name" in no memory, only their stems.
+        """
+        out: set[str] = set()
+        doubtful = []
+        for c in pool:
+            if ranking.quoted(weighted, terms.pairs, c.terms):
+                out.add(c.id)
+            elif cosines.get(c.vhash, 1.0) < ranking.UNRELATED:
+                doubtful.append(c)
+        said = written(query)
+        if doubtful and said:
+            docs = ns.index.documents(c.rowid for c in doubtful)
+            out.update(c.id for c in doubtful if said <= written(docs[c.rowid].text))
+        return out
 
     def context(self, namespace: str, files: Sequence[str] = (), query: str = "", limit: int = 20,
                 *, record: bool = True, label: str | None = None, heads: Mapping[str, str] | None = None) -> str:

@@ -160,6 +160,13 @@ def query_terms(text: str) -> Terms:
     return _scan(text, document=False)
 
 
+def written(text: str) -> frozenset[str]:
+    """The words of a text as written, lower case, stop words left out ("user's" is "user")."""
+    folded = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
+    return frozenset(w.removesuffix("'s") for w in re.findall(r"[^\W_]+(?:'[^\W_]+)*", folded)
+                     if not is_stop(w) and not re.search(f"[{_CJK}]", w))
+
+
 def is_cjk(term: str) -> bool:
     """Whether a term is Chinese, Japanese or Korean (a character or a bigram of them)."""
     return bool(term) and bool(re.fullmatch(f"[{_CJK}]+", term))
