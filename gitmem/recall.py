@@ -115,15 +115,19 @@ def applies(paths: Sequence[str], techs: Collection[str], files: Sequence[str],
             profiles: Sequence[pathprofile.Profile]) -> bool:
     """Whether a memory applies to an agent working on ``files`` (any of them; every memory when none).
 
-    A memory with ``paths`` is about those paths: it applies to the files they cover and to no
-    other. One without applies when the technologies it names fit one of the files
+    A memory with ``paths`` is about those paths: it applies to the files they cover, and to
+    others only as a rule for what they are ("We use pnpm" about ``package.json`` is a rule for a
+    TypeScript file too, "Reports go through the SaaS MySQL" about ``reports/`` is not). One
+    without applies when the technologies it names fit one of the files
     (:func:`gitmem.pathprofile.applies`): a team-wide rule, or one for the file's language, its
     tools, or a framework the file shows signs of; never one naming another language or framework.
     """
     if not files:
         return True
+    if paths and any(ranking.path_matches(p, f) for p in paths for f in files):
+        return True
     if paths:
-        return any(ranking.path_matches(p, f) for p in paths for f in files)
+        return specific(techs, profiles) and pathprofile.applies_to_any(techs, profiles)
     return pathprofile.applies_to_any(techs, profiles)
 
 

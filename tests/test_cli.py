@@ -273,7 +273,8 @@ def test_fold_writes_the_recorded_uses_in_one_commit(gitmem: Run, settings: Sett
     assert folded["commit"] == head(settings) != before
     assert json.loads(gitmem("log", "--json").stdout)[0]["action"] == "usage"
     shown = json.loads(gitmem("show", memory_id, "--json").stdout)
-    assert (shown["access_count"], shown["potency"]) == (2, 1.0)
+    assert (shown["access_count"], shown["potency"]) == (1, 0.86), "two recalls in one day are one use"
+    assert json.loads(gitmem("fold", "--json").stdout)["commit"] is not None, "a person opening it is a use"
     assert json.loads(gitmem("fold", "--json").stdout) == {"commit": None}
     gitmem("recall", "pnpm")
     assert gitmem("fold").stdout == f"folded: {head(settings)}\n"
