@@ -10,7 +10,10 @@ only when a model or a shared lease is asked for.
 from __future__ import annotations
 
 import functools
+import logging
 from typing import TYPE_CHECKING, Any
+
+from .errors import Unavailable
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -25,6 +28,8 @@ if TYPE_CHECKING:
     from .reviews import Reviews
     from .semantic import Semantics
     from .settings import Settings
+
+log = logging.getLogger(__name__)
 
 
 class Deferred:
@@ -78,6 +83,21 @@ class Deferred:
     def graph(self, namespace: str, *, similar: bool | None = None, embed_at_most: int | None = None) -> Graph:
         """The memory graph of ``namespace`` (see :meth:`gitmem.graph.Graphs.graph`)."""
         return self._graphs.graph(namespace, similar=similar, embed_at_most=embed_at_most)
+
+    def warm_up(self) -> None:
+        """Load the offline encoder now (a server calls this on a thread, so no recall waits for it).
+
+        Nothing for an endpoint (it would cost a request) or with semantics off; a failure is left
+        for the first recall that needs the model, which reports it.
+        """
+        from .embeddings import Offline
+
+        model = self._semantics.model()
+        if isinstance(model, Offline):
+            try:
+                model.load()
+            except Unavailable as exc:
+                log.warning("the encoder did not load: %s", exc)
 
     def _leases(self) -> Leases | None:
         """The consolidation leases on the Redis hosts share, or None (the file lock alone)."""

@@ -49,6 +49,7 @@ from .repo import (
     refusal,
     role_rank,
     syncing,
+    workers,
 )
 from .repo import check_namespace as check_namespace
 from .repo.mirrors import Mirrors
@@ -386,6 +387,20 @@ class MemoryService(Deferred):
             return Ingested(accepted, queued=tuple(self.queue.enqueue_distil(namespace, b) for b in buffers))
         done: builtins.list[Distilled] = [self._ingest.distil(namespace, b) for b in buffers]
         return Ingested(accepted, distilled=tuple(done))
+
+    # --- the background worker of `gitmem serve` -------------------------------------------------
+
+    def worker_started(self, pid: int) -> None:
+        """Record the background worker ``gitmem serve`` just started (see :mod:`gitmem.repo.workers`)."""
+        workers.started(self.settings.state_dir, pid)
+
+    def worker_stopped(self, pid: int) -> None:
+        """Forget the background worker ``gitmem serve`` stopped."""
+        workers.stopped(self.settings.state_dir, pid)
+
+    def worker_starting(self) -> bool:
+        """Whether the background worker ``gitmem serve`` started on this host is still coming up."""
+        return workers.starting(self.settings.state_dir)
 
     # --- watched channels ------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import click
 
 from ..errors import InvalidInput
 from ..service import ALL_NAMESPACES, ROLES, KeyStore
-from .base import emit, json_option, main, ns_name, settings
+from .base import emit, json_option, main, ns_name, service, settings
 
 WORKER_STOP_SECONDS = 15
 
@@ -43,6 +43,8 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
     child: subprocess.Popen[bytes] | None = None
     if config.broker_url is None and not no_worker:
         child = subprocess.Popen([sys.executable, "-m", "gitmem", "worker", "--beat"])
+        # /healthz says "starting", not "degraded", until this worker answers its first ping.
+        service().worker_started(child.pid)
         click.echo(f"started background worker (pid {child.pid}) on the embedded broker", err=True)
     try:
         _gunicorn(host, port, workers, threads)
@@ -50,6 +52,7 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
         # gunicorn forks its workers from here; only the master owns the background worker.
         if child is not None and os.getpid() == master:
             _stop(child)
+            service().worker_stopped(child.pid)
 
 
 def _check_address(host: str, port: int) -> None:

@@ -14,6 +14,7 @@
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
     workspace.py  the files in play in an agent's project (a git working tree), for its hooks
+    workers.py    the background worker `gitmem serve` started, so /healthz can tell it is starting
     buffers.py    conversations' messages waiting to be distilled (SQLite in the shared home)
     watches.py    the chat channels whose conversations are ingested (watched.json in the shared home)
 
@@ -22,7 +23,7 @@ Everything above this layer works with the names exported here and never imports
 
 from __future__ import annotations
 
-from . import packing, receive
+from . import packing, receive, workers
 from .buffers import Appended, Buffered, Buffers, Sealed
 from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, text_hash
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
@@ -42,5 +43,5 @@ __all__ = [
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "Watch", "WatchList", "check_channel",
     "check_namespace", "files_in_play", "is_memory_path", "match_tokens", "packing", "parse_trailers", "receive",
-    "refusal", "refused_part", "role_rank", "text_hash",
+    "refusal", "refused_part", "role_rank", "text_hash", "workers",
 ]
