@@ -57,7 +57,7 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
-                                  "bench_mcp", "bench_push", "bench_graph"])
+                                  "bench_mcp", "bench_push", "bench_graph", "bench_cli"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -118,3 +118,21 @@ def test_bench_push_times_both_servers(data: Path, tmp_path: Path) -> None:
     figures = bench.run(texts, 2, 3, tmp_path)
     assert set(figures["median_ratio_to_floor"]) == {"gitmem_main", "gitmem_review"}
     assert all(v > 0 for v in figures["median_seconds"].values())
+
+
+def test_bench_cli_times_each_row_against_python(data: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cli.json"
+    script("bench_cli").main(["--data", str(data), "--memories", "30", "--runs", "1", "--serve-runs", "0",
+                              "--only", "version,remember,path,recall,first_recall,mcp_recall,hook",
+                              "--out", str(out)])
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    rows = figures["rows"]
+    assert set(rows) == {"python", "git", "version", "remember", "path", "recall", "first_recall", "mcp_recall",
+                         "hook"}
+    assert rows["python"]["ratio"] == 1.0 and all(row["runs"] == 1 and row["wall_ms"] > 0 for row in rows.values())
+    assert 0 < rows["mcp_recall"]["initialize_ms"] <= rows["mcp_recall"]["wall_ms"]
+    assert rows["recall"]["goal_ms"] == 800 and isinstance(rows["recall"]["goal_met"], bool)
+    assert "| cold `gitmem recall QUERY` (prepared encoder) |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        script("bench_cli").main(["--data", str(data), "--only", "nothing", "--out", str(out)])
