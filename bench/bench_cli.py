@@ -40,6 +40,7 @@ import os
 import platform
 import random
 import resource
+import shlex
 import shutil
 import signal
 import socket
@@ -311,6 +312,9 @@ def main(argv: list[str] | None = None) -> None:
                         + ", ".join(ROWS[2:]))
     parser.add_argument("--python-ms", type=float, default=16.0,
                         help="python -c pass on a quiet moment of this machine: the goals' ratios are to it")
+    parser.add_argument("--gitmem", default="", metavar="COMMAND",
+                        help="how to start gitmem (default: the console script beside this Python), e.g. "
+                             "'python -m gitmem' with PYTHONPATH set to another checkout, to compare it")
     parser.add_argument("--seed", type=int, default=24)
     parser.add_argument("--data", type=Path, default=DATA, help="the cursorrules.jsonl data set")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "cli.json")
@@ -327,7 +331,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown rows: {', '.join(sorted(chosen - set(ROWS)))}; choose among {', '.join(ROWS[2:])}")
     for folder in ("gitmem", "bots"):
         compileall.compile_dir(ROOT / folder, quiet=1)  # as pip does at install; this run may not write .pyc
-    gitmem = gitmem_command()
+    gitmem = shlex.split(args.gitmem) if args.gitmem else gitmem_command()
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="gitmem-bench-cli-") as tmp:
