@@ -43,10 +43,11 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
     child: subprocess.Popen[bytes] | None = None
     if config.broker_url is None and not no_worker:
         child = subprocess.Popen([sys.executable, "-m", "gitmem", "worker", "--beat"])
-        # /healthz says "starting", not "degraded", until this worker answers its first ping.
-        service().worker_started(child.pid)
         click.echo(f"started background worker (pid {child.pid}) on the embedded broker", err=True)
     try:
+        if child is not None:
+            # /healthz says "starting", not "degraded", until this worker answers its first ping.
+            service().worker_started(child.pid)
         _gunicorn(host, port, workers, threads)
     finally:
         # gunicorn forks its workers from here; only the master owns the background worker.
