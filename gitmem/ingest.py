@@ -29,8 +29,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from . import concepts, extraction, secretscan
 from .errors import InvalidInput, Unavailable
 from .extraction import BadExtraction, Extracted, Message
@@ -303,6 +301,8 @@ class Ingest:
             return []
         if vectors is None:
             return []
+        import numpy as np  # loads only where a conversation is segmented
+
         cosines = np.einsum("ij,ij->i", vectors[:-1], vectors[1:]).tolist()
         return extraction.boundaries(cosines)
 

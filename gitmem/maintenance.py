@@ -22,7 +22,6 @@ import shutil
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +79,8 @@ class Restored:
 
 def gitmem_version() -> str:
     """The installed gitmem's version."""
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
         return version("gitmem")
     except PackageNotFoundError:

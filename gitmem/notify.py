@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from typing import Any
 
 from .settings import Settings
@@ -42,6 +41,8 @@ def unsubscribe(fn: Subscriber) -> None:
 
 
 def _installed() -> list[Subscriber]:
+    from importlib.metadata import entry_points  # scans every installed package: only when publishing
+
     out: list[Subscriber] = []
     for point in entry_points(group=ENTRY_POINT_GROUP):
         try:

@@ -18,13 +18,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from .embeddings import Embeddings
 from .repo import Namespace, VectorStore
 from .settings import Settings
-from .vectorspace import Space, neighbour_pairs
+
+if TYPE_CHECKING:  # numpy loads with the first vector, so commands that need none never import it
+    import numpy as np
+
+    from .embeddings import Embeddings
+    from .vectorspace import Space
 
 RECALL_BUDGET = 64
 LIVE = ("active", "pending")
@@ -175,6 +178,9 @@ class Semantics:
             cached = self._spaces.get(ns.name)
         if cached is not None and cached[0] == stamp:
             return cached[1]
+        import numpy as np
+
+        from .vectorspace import Space
         hashes = ns.index.hashes(states=LIVE)
         old = cached[1] if cached is not None else None
         reuse = [h for h in hashes if old is not None and h in old.position]
@@ -223,6 +229,10 @@ class Semantics:
         if store is None:
             return None
         self.fill(ns, progress=progress)
+        import numpy as np
+
+        from .vectorspace import Space, neighbour_pairs
+
         vectors = store.get(list(hashes))
         keys = sorted(vectors)
         if not keys:

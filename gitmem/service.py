@@ -8,6 +8,11 @@ namespace first. Behind it: ``recall`` (reading), ``memories`` (the write gate a
 
 How consolidation runs is decided here and nowhere else: on the workers when a broker is
 configured or the caller cannot wait, in this process otherwise (:meth:`MemoryService.dispatch`).
+
+What only some commands use (consolidation, ingestion, the graph: :mod:`gitmem.deferred`; imports,
+exports, agent files) is imported and built on first use, so ``gitmem show`` or an agent's
+session-start hook pays for none of it; names re-exported from those modules load the same way
+(:func:`__getattr__`).
 """
 
 from __future__ import annotations
@@ -15,22 +20,17 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import functools
+import importlib
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from . import agents, importers
-from . import export as exporting
 from .concepts import check_id, iso, now
-from .consolidate import Consolidation, Dispatched, Plan, Progress, RunResult, TaskQueue
 from .corrections import Corrections
-from .embeddings import Embeddings
+from .deferred import Deferred
 from .feedback import FEEDBACK_ACTIONS, Feedback, FeedbackResult
-from .graph import Graph, Graphs
-from .ingest import MAX_MESSAGE_CHARS, Accepted, Distilled, Ingest, Ingested
-from .llm import LLM
 from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
 from .pushes import Pushes
@@ -42,7 +42,6 @@ from .repo import (
     ApiKey,
     CommitInfo,
     KeyStore,
-    Leases,
     Namespaces,
     ObjectCounts,
     ReplayGuard,
@@ -54,6 +53,7 @@ from .repo import (
     refusal,
     role_rank,
     syncing,
+    workers,
 )
 from .repo import check_namespace as check_namespace
 from .repo.beat import die_with_parent, hold_beat_lock
@@ -64,6 +64,28 @@ from .reviews import STATUSES as REVIEW_STATUSES
 from .reviews import Review, Reviews, summarise
 from .semantic import Semantics
 from .settings import Settings
+
+if TYPE_CHECKING:  # loaded on first use: see the module's docstring
+    from . import agents, importers
+    from .consolidate import Dispatched, Plan, Progress, RunResult, TaskQueue
+    from .graph import Graph
+    from .ingest import MAX_MESSAGE_CHARS, Accepted, Distilled, Ingested
+    from .llm import LLM
+
+#: Names this module exports from modules it loads only when asked: name -> module.
+_LATER = {
+    "Dispatched": "consolidate", "Plan": "consolidate", "RunResult": "consolidate", "TaskQueue": "consolidate",
+    "Graph": "graph", "MAX_MESSAGE_CHARS": "ingest", "Accepted": "ingest", "Distilled": "ingest", "Ingested": "ingest",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A re-exported name of a module loaded on first use (``from gitmem.service import Plan``)."""
+    module = _LATER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
 
 __all__ = [
     "ALL_NAMESPACES", "MAX_MESSAGE_CHARS", "Accepted", "AlreadyRunning", "ApiKey", "BackedUp", "BatchResult",
@@ -79,7 +101,7 @@ log = logging.getLogger(__name__)
 MIRROR_DELAY = 1.0
 
 
-class MemoryService:
+class MemoryService(Deferred):
     """Everything a front end can do with memories, reviews and consolidation."""
 
     def __init__(self, settings: Settings, *, queue: TaskQueue | None = None, trigger: bool = False) -> None:
@@ -92,18 +114,15 @@ class MemoryService:
         recall = Recall(self._namespaces, settings, self._semantics)
         memories = Memories(self._namespaces, settings, on_added=self._added if trigger else None,
                             semantics=self._semantics, on_proposed=self._supersede)
+        self._memories = memories
         self._corrections = Corrections(self._namespaces, memories, self.reviews)
-        self._consolidation = Consolidation(self._namespaces, memories, self.reviews, settings, self._llm,
-                                            self._leases, self._semantics)
         feedback = Feedback(self._namespaces, memories, self.reviews, settings)
-        self._ingest = Ingest(self._namespaces, memories, settings, self._llm, self._semantics)
         maintenance = Maintenance(self._namespaces, settings)
         self._mirror_seen: dict[str, tuple[int, bool, float]] = {}
         if trigger:
             self._namespaces.on_change = self._changed
         self._pushes = Pushes(self._namespaces, self.reviews, settings, self._semantics,
                               on_main=self._added if trigger else None)
-        self._graphs = Graphs(self._namespaces, settings, self._semantics)
         self._keys: KeyStore | None = None
         self._watches = WatchList(settings.home)
 
@@ -119,7 +138,6 @@ class MemoryService:
         self.discussion = recall.discussion
         self.remember = memories.remember
         self.remember_many = memories.remember_many
-        self._importer = importers.Importer(memories, self._namespaces)
         self.amend = memories.amend
         self.choose = memories.choose
         self.forget = memories.forget
@@ -128,15 +146,9 @@ class MemoryService:
         self.fold_usage = memories.fold_usage
         self.feedback = feedback.feedback
         self.may_amend_directly = feedback.may_amend_directly
-        self.plan = self._consolidation.plan
-        self.should_trigger = self._consolidation.should_trigger
-        self.consolidation_open = self._consolidation.open_review
         self.maintain = maintenance.maintain
-        self.distil = self._ingest.distil
-        self.ingest_status = self._ingest.stats
         self.backup = maintenance.backup
         self.restore_backup = maintenance.restore
-        self.graph = self._graphs.graph
 
     # --- namespaces ----------------------------------------------------------------------------
 
@@ -205,17 +217,24 @@ class MemoryService:
     def import_memories(self, namespace: str, fmt: str, files: object, *, dry_run: bool = False,
                         actor: str | None = None, origin: str = "", create: bool = False) -> importers.ImportReport:
         """Import another store's memories (files: relative path -> text) in one commit; see :mod:`gitmem.importers`."""
-        return self._importer.run(namespace, fmt, importers.check_files(files), dry_run=dry_run, actor=actor,
-                                  origin=origin, create=create)
+        from . import importers
+
+        importer = importers.Importer(self._memories, self._namespaces)
+        return importer.run(namespace, fmt, importers.check_files(files), dry_run=dry_run, actor=actor,
+                            origin=origin, create=create)
 
     def import_source(self, fmt: str, path: Path) -> dict[str, str]:
         """The files of a source on disk (a folder, or a JSON file), to pass to :meth:`import_memories`."""
+        from . import importers
+
         return importers.read_source(path, fmt)
 
     # --- agents ---------------------------------------------------------------------------------
 
     def agent_install(self, target: agents.Target, *, dry_run: bool = False) -> builtins.list[agents.AgentFile]:
         """Write a coding agent's MCP entry and session-start hook (``dry_run``: only say what)."""
+        from . import agents
+
         return agents.install(target, dry_run=dry_run)
 
     def files_in_play(self, directory: Path, limit: int = 50) -> builtins.list[str]:
@@ -322,6 +341,8 @@ class MemoryService:
         """Export as ``memory-md``, ``json``, ``okf`` (a folder at ``dest``), or ``graph`` (an HTML page)."""
         if fmt == "graph":
             return self._graphs.page(namespace)
+        from . import export as exporting
+
         return exporting.export(self._namespaces, namespace, fmt, dest)
 
     def consolidate(self, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
@@ -335,6 +356,8 @@ class MemoryService:
         ``background`` is for callers that must not wait (a web request); the queue is then the
         embedded broker when none is configured, served by ``gitmem serve``'s worker.
         """
+        from .consolidate import Dispatched
+
         self.require(namespace)
         if self.settings.broker_url or background:
             return Dispatched(task=self.queue.enqueue_consolidation(namespace))
@@ -375,10 +398,26 @@ class MemoryService:
 
     def _distil_all(self, namespace: str, accepted: Accepted | None, buffers: builtins.list[str] | tuple[str, ...],
                     background: bool) -> Ingested:
+        from .ingest import Ingested
+
         if self.settings.broker_url or background:
             return Ingested(accepted, queued=tuple(self.queue.enqueue_distil(namespace, b) for b in buffers))
         done: builtins.list[Distilled] = [self._ingest.distil(namespace, b) for b in buffers]
         return Ingested(accepted, distilled=tuple(done))
+
+    # --- the background worker of `gitmem serve` -------------------------------------------------
+
+    def worker_started(self, pid: int) -> None:
+        """Record the background worker ``gitmem serve`` just started (see :mod:`gitmem.repo.workers`)."""
+        workers.started(self.settings.state_dir, pid)
+
+    def worker_stopped(self, pid: int) -> None:
+        """Forget the background worker ``gitmem serve`` stopped."""
+        workers.stopped(self.settings.state_dir, pid)
+
+    def worker_starting(self) -> bool:
+        """Whether the background worker ``gitmem serve`` started on this host is still coming up."""
+        return workers.starting(self.settings.state_dir)
 
     # --- watched channels ------------------------------------------------------------------------
 
@@ -424,24 +463,6 @@ class MemoryService:
 
             self._queue = CeleryQueue(self.settings)
         return self._queue
-
-    def _leases(self) -> Leases | None:
-        """The consolidation leases on the Redis hosts share, or None (the file lock alone)."""
-        from .repo.leases import shared_leases  # redis loads only when hosts share one
-
-        return shared_leases(self.settings)
-
-    def _llm(self) -> LLM:
-        """The configured model, or the offline rules (the HTTP client loads only when configured)."""
-        from .endpoints import llm_from_settings
-
-        return llm_from_settings(self.settings)
-
-    def _embeddings(self) -> Embeddings | None:
-        """The configured embeddings model (the HTTP client loads only when an endpoint is set)."""
-        from .endpoints import embeddings_from_settings
-
-        return embeddings_from_settings(self.settings)
 
     def _supersede(self, namespace: str, new_id: str, old_ids: tuple[str, ...], actor: str) -> None:
         """Open the review that retires what an agent's statement corrects (see :mod:`gitmem.corrections`)."""

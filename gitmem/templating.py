@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from .concepts import iso, options_table
+
+if TYPE_CHECKING:  # jinja2 loads with the first template rendered, not with every command
+    import jinja2
 
 
 def templates_dir() -> Path:
@@ -26,6 +27,8 @@ def templates_dir() -> Path:
 @functools.cache
 def environment() -> jinja2.Environment:
     """A Jinja2 environment for non-HTML templates (Markdown, prompts, JSON blocks)."""
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(templates_dir())),
         autoescape=jinja2.select_autoescape(["html", "htm", "xml"]),

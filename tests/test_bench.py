@@ -58,6 +58,7 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
                                   "bench_mcp", "bench_push", "bench_graph", "bench_lexicon"])
+                                  "bench_mcp", "bench_push", "bench_graph", "bench_cli"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -145,3 +146,19 @@ def test_bench_secretscan_counts_the_formats_and_the_false_alarms(data: Path,
     assert figures["statements"] == 200 and figures["false_alarms"] == 0 and figures["missed"] == []
     with pytest.raises(SystemExit):
         script("bench_secretscan").main(["--data", str(data), "--rounds", "0"])
+def test_bench_cli_times_each_row_against_python(data: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cli.json"
+    script("bench_cli").main(["--data", str(data), "--memories", "30", "--runs", "1", "--serve-runs", "0",
+                              "--only", "version,remember,path,recall,first_recall,mcp_recall,hook",
+                              "--out", str(out)])
+    figures = json.loads(out.read_text(encoding="utf-8"))
+    rows = figures["rows"]
+    assert set(rows) == {"python", "git", "version", "remember", "path", "recall", "first_recall", "mcp_recall",
+                         "hook"}
+    assert rows["python"]["ratio"] == 1.0 and all(row["runs"] == 1 and row["wall_ms"] > 0 for row in rows.values())
+    assert 0 < rows["mcp_recall"]["initialize_ms"] <= rows["mcp_recall"]["wall_ms"]
+    assert rows["recall"]["goal_ms"] == 800 and isinstance(rows["recall"]["goal_met"], bool)
+    assert "| cold `gitmem recall QUERY` (prepared encoder) |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        script("bench_cli").main(["--data", str(data), "--only", "nothing", "--out", str(out)])

@@ -16,7 +16,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def _commands(group: click.Group, prefix: str = "gitmem") -> list[tuple[str, click.Command]]:
     out: list[tuple[str, click.Command]] = []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the group loads its commands on demand
+        command = group.get_command(ctx, name)
+        assert command is not None, f"{prefix} {name} is listed but does not load"
         out.append((f"{prefix} {name}", command))
         if isinstance(command, click.Group):
             out += _commands(command, f"{prefix} {name}")
@@ -124,5 +127,7 @@ def test_the_compose_file_passes_every_setting_and_names_real_commands() -> None
     for name, option, value in (("worker", "concurrency", 2), ("slack", None, None)):
         command = services[name]["command"]
         assert command[0] == "gitmem"
-        parsed = main.commands[command[1]].make_context(command[1], list(command[2:]))  # raises on a bad option
+        loaded = main.get_command(click.Context(main), command[1])
+        assert loaded is not None, command
+        parsed = loaded.make_context(command[1], list(command[2:]))  # raises on a bad option
         assert option is None or parsed.params[option] == value

@@ -99,16 +99,17 @@ def test_settings_choose_the_port(tmp_path: Any) -> None:
         EmbeddingsEndpoint("ftp://x", "m")
 
 
-def test_the_offline_model_loads_from_its_cache_and_survives_a_broken_one(tmp_path: Any) -> None:
+def test_the_offline_model_loads_from_its_prepared_folder_and_survives_a_broken_one(tmp_path: Any) -> None:
     from gitmem import embeddings
 
     embeddings._models.clear()
     first = Offline(tmp_path)
     vector = first.embed(["Store all timestamps in UTC."])
-    cached = list(tmp_path.glob("*.pickle"))
-    assert len(cached) == 1
+    kept = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert [p.name for p in kept] == [first.name.replace("@", "-")]
+    assert (kept[0] / "manifest.json").is_file() and not list(tmp_path.glob("*.pickle"))
     embeddings._models.clear()
-    assert np.allclose(Offline(tmp_path).embed(["Store all timestamps in UTC."]), vector, atol=1e-5)
-    cached[0].write_bytes(b"not a pickle")
+    assert np.array_equal(Offline(tmp_path).embed(["Store all timestamps in UTC."]), vector)
+    (kept[0] / "manifest.json").write_bytes(b"not json")
     embeddings._models.clear()
-    assert np.allclose(Offline(tmp_path).embed(["Store all timestamps in UTC."]), vector, atol=1e-5)
+    assert np.array_equal(Offline(tmp_path).embed(["Store all timestamps in UTC."]), vector)

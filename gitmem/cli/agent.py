@@ -6,13 +6,15 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
-import httpx
 
-from .. import transcripts
 from ..agents import CLIENTS, KEY_VARIABLE, Target, hook_folder, hook_output, hook_transcript
-from ..errors import GitmemError, InvalidInput
+from ..errors import GitmemError, InvalidInput, Unavailable
+
+if TYPE_CHECKING:
+    import httpx
 from .base import emit, json_option, main, namespace_option, ns_name, service, settings
 
 HOOK_INPUT_LIMIT = 1 << 20  # what a hook reads of the JSON its client sends
@@ -134,7 +136,7 @@ def hook(client: str, url: str | None, limit: int, ingest: bool, namespace: str 
     if ingest:
         try:
             click.echo(_ingest_session(client, raw, url, ns_name(namespace)), err=True)
-        except (GitmemError, httpx.HTTPError, OSError) as exc:
+        except (GitmemError, OSError) as exc:
             click.echo(f"gitmem: the session was not ingested: {exc}", err=True)
         return
     folder = hook_folder(raw, Path.cwd())
@@ -142,7 +144,7 @@ def hook(client: str, url: str | None, limit: int, ingest: bool, namespace: str 
     try:
         files = service().files_in_play(folder)
         text = _remote_context(url, name, files, limit) if url else service().context(name, files, "", limit)
-    except (GitmemError, httpx.HTTPError, OSError) as exc:
+    except (GitmemError, OSError) as exc:
         click.echo(f"gitmem: no memories loaded: {exc}", err=True)
         return
     click.echo(hook_output(client, text))
@@ -150,6 +152,8 @@ def hook(client: str, url: str | None, limit: int, ingest: bool, namespace: str 
 
 def _ingest_session(client: str, raw: str, url: str | None, namespace: str) -> str:
     """Send a finished session's transcript to ingestion; a line saying what was taken."""
+    from .. import transcripts
+
     if client != "claude-code":
         raise InvalidInput(f"--ingest reads Claude Code's session files, not {client}'s")
     path, session = hook_transcript(raw)
@@ -167,9 +171,9 @@ def _ingest_session(client: str, raw: str, url: str | None, namespace: str) -> s
     added = 0
     for start in range(0, len(messages), 1000):
         last = start + 1000 >= len(messages)
-        response = httpx.post(f"{base}/api/v1/namespaces/{namespace}/conversations/{conversation}/messages",
-                              json={"messages": messages[start : start + 1000], "flush": last},
-                              headers={"Authorization": f"Bearer {key}"}, timeout=HOOK_TIMEOUT)
+        response = _http("POST", base, f"/api/v1/namespaces/{namespace}/conversations/{conversation}/messages",
+                         json={"messages": messages[start : start + 1000], "flush": last},
+                         headers={"Authorization": f"Bearer {key}"})
         if response.status_code != 202:
             raise InvalidInput(f"{base} answered {response.status_code}: {response.text[:200]}")
         added += int(response.json().get("added", 0))
@@ -182,9 +186,8 @@ def _remote_context(url: str, namespace: str, files: list[str], limit: int) -> s
     if not key:
         raise InvalidInput(f"no key for {base}: set ${KEY_VARIABLE} or run `gitmem agent install ... --key`")
     params: list[tuple[str, str | int | float | bool | None]] = [("file", f) for f in files]
-    response = httpx.get(f"{base}/api/v1/namespaces/{namespace}/context", params=[*params, ("limit", limit)],
-                         headers={"Authorization": f"Bearer {key}", "Accept": "text/markdown"},
-                         timeout=HOOK_TIMEOUT)
+    response = _http("GET", base, f"/api/v1/namespaces/{namespace}/context", params=[*params, ("limit", limit)],
+                     headers={"Authorization": f"Bearer {key}", "Accept": "text/markdown"})
     if response.status_code != 200:
         try:
             message = response.json()["error"]["message"]
@@ -192,3 +195,13 @@ def _remote_context(url: str, namespace: str, files: list[str], limit: int) -> s
             message = response.text[:200]
         raise InvalidInput(f"{base} answered {response.status_code}: {message}")
     return response.text
+
+
+def _http(method: str, base: str, path: str, **kwargs: Any) -> httpx.Response:
+    """One request to a gitmem server; one that does not answer is :class:`Unavailable` (httpx loads here)."""
+    import httpx
+
+    try:
+        return httpx.request(method, f"{base}{path}", timeout=HOOK_TIMEOUT, **kwargs)
+    except httpx.HTTPError as exc:
+        raise Unavailable(f"{base} did not answer: {exc}") from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import sys
+import threading
 
 import click
 
@@ -33,6 +34,9 @@ def mcp_command(actor: str | None, namespace: str | None) -> None:
     if sys.stdin.isatty():
         click.echo("gitmem mcp speaks MCP on standard input and output: an agent starts it (see the README's "
                    "\"MCP\"). Ctrl-D stops it.", err=True)
+    # The encoder loads while the agent reads the answer to `initialize`; a recall that needs it
+    # before then waits for it (the model's own lock), nothing else does.
+    threading.Thread(target=service().warm_up, name="gitmem-encoder", daemon=True).start()
     server.run("stdio")
 
 

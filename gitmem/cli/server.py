@@ -9,13 +9,14 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import click
 
 from ..errors import InvalidInput
 from ..service import ALL_NAMESPACES, ROLES, KeyStore
-from .base import emit, json_option, main, ns_name, settings
+from .base import emit, json_option, main, ns_name, service, settings
 
 WORKER_STOP_SECONDS = 15
 WATCH_SECONDS = 0.5  # how often serve looks at its background worker
@@ -49,7 +50,9 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
     master = os.getpid()
     child: Supervised | None = None
     if config.broker_url is None and not no_worker:
-        child = Supervised([sys.executable, "-m", "gitmem", "worker", "--beat"], "background worker")
+        # /healthz says "starting", not "degraded", until each worker it starts answers its first ping.
+        child = Supervised([sys.executable, "-m", "gitmem", "worker", "--beat"], "background worker",
+                           on_start=service().worker_started)
         child.start()
     try:
         _gunicorn(host, port, workers, threads)
@@ -57,6 +60,8 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
         # gunicorn forks its workers from here; only the master owns the background worker.
         if child is not None and os.getpid() == master:
             child.stop()
+            if child.process is not None:
+                service().worker_stopped(child.process.pid)
 
 
 class Supervised:
@@ -66,9 +71,9 @@ class Supervised:
     starts is started again after a wait that doubles, up to a minute, so a broken one does not spin.
     """
 
-    def __init__(self, argv: list[str], what: str) -> None:
-        """Run ``argv``, called ``what`` in messages."""
-        self.argv, self.what = argv, what
+    def __init__(self, argv: list[str], what: str, on_start: Callable[[int], None] | None = None) -> None:
+        """Run ``argv``, called ``what`` in messages; ``on_start(pid)`` after each start."""
+        self.argv, self.what, self.on_start = argv, what, on_start
         self.process: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -88,6 +93,8 @@ class Supervised:
             self.process = subprocess.Popen(self.argv)
             self.started = time.monotonic()
         click.echo(f"started {self.what} (pid {self.process.pid}) on the embedded broker", err=True)
+        if self.on_start is not None:
+            self.on_start(self.process.pid)
 
     def _watch(self) -> None:
         wait = RESTART_SECONDS

@@ -14,6 +14,7 @@
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)
     vectors.py    the derived sentence vectors and semantic neighbour pairs (SQLite)
     workspace.py  the files in play in an agent's project (a git working tree), for its hooks
+    workers.py    the background worker `gitmem serve` started, so /healthz can tell it is starting
     buffers.py    conversations' messages waiting to be distilled (SQLite in the shared home)
     watches.py    the chat channels whose conversations are ingested (watched.json in the shared home)
     sessions.py   page sessions that were signed out (signed-out.json in the shared home)
@@ -23,7 +24,7 @@ Everything above this layer works with the names exported here and never imports
 
 from __future__ import annotations
 
-from . import packing, receive
+from . import packing, receive, workers
 from .buffers import Appended, Buffered, Buffers, Sealed
 from .index import (
     Candidate,
@@ -57,4 +58,5 @@ __all__ = [
     "category_term", "check_namespace", "file_heads", "files_in_play", "is_memory_path", "match_tokens", "packing",
     "parse_trailers", "receive", "refusal", "refused_part", "role_rank", "search_terms", "techs_of", "text_hash",
     "SignedOut",
+    "workers",
 ]

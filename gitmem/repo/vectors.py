@@ -18,10 +18,12 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .index import _connect
+
+if TYPE_CHECKING:  # numpy loads with the first vector read or written, not with the repository layer
+    import numpy as np
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -82,6 +84,8 @@ class VectorStore:
 
     def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """The vectors of ``hashes`` that are stored (float32)."""
+        import numpy as np
+
         out: dict[str, np.ndarray] = {}
         if len(hashes) > 20 * _CHUNK:  # most of the file: one scan beats many lookups
             wanted = set(hashes)
@@ -100,6 +104,8 @@ class VectorStore:
 
     def put(self, hashes: Sequence[str], matrix: np.ndarray) -> None:
         """Store one vector per hash (rows of ``matrix``)."""
+        import numpy as np
+
         rows = [(h, np.asarray(v, dtype=np.float16).tobytes()) for h, v in zip(hashes, matrix, strict=True)]
         self.db.execute("BEGIN IMMEDIATE")
         try:

@@ -2,7 +2,9 @@
 
 The answer is 200 while the repositories can be read (the web app can do its job) and 503 when
 they cannot; the broker and worker are reported beside it, since the API works without them and
-only consolidation waits.
+only consolidation waits. ``status`` is ``ok`` when all answer, ``starting`` while the only thing
+missing is the worker ``gitmem serve`` started a moment ago on this host, ``degraded`` when
+anything else is amiss, ``failing`` when the repositories cannot be read.
 """
 
 from __future__ import annotations
@@ -36,8 +38,13 @@ def healthz() -> tuple[Response, int]:
         report["broker"] = broker(celery, svc)
         if report["broker"]["ok"]:
             report["worker"] = worker(celery)
+            if not report["worker"]["ok"] and svc.worker_starting():
+                report["worker"]["starting"] = True
     ok = all(part["ok"] for part in report.values()) and mirrors["ok"]
-    status = "ok" if ok else "degraded" if report["repository"]["ok"] else "failing"
+    # Only a worker still booting is amiss (`gitmem serve` just started it): not yet ready, not broken.
+    booting = report["worker"].get("starting") is True and mirrors["ok"] and all(
+        part["ok"] for name, part in report.items() if name != "worker")
+    status = "ok" if ok else "starting" if booting else "degraded" if report["repository"]["ok"] else "failing"
     return jsonify({"status": status, **report, "mirrors": mirrors}), 200 if report["repository"]["ok"] else 503
 
 

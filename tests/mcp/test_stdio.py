@@ -86,3 +86,48 @@ def test_gitmem_mcp_with_a_bad_setting_says_so_in_one_line(tmp_path: Path) -> No
     assert done.returncode == 2
     assert done.stderr == "error: GITMEM_MAX_TEXT_CHARS must be at least 1, not 0\n"
     assert done.stdout == ""
+
+
+def test_the_first_recall_by_meaning_waits_for_the_encoder_loading_beside_initialize(settings: Settings,
+                                                                                      tmp_path: Path) -> None:
+    service = MemoryService(settings)
+    service.init("default")
+    service.remember("default", "Store all timestamps in UTC.")  # a person's: no vector yet, no model prepared
+    service.remember("default", "PPT body text is 18pt.")
+    service.close()
+    errlog = (tmp_path / "stderr.log").open("w+")
+
+    async def go() -> dict[str, Any]:
+        async with Client(stdio_client(stdio(settings.home), errlog=errlog)) as client:
+            return data(await client.call_tool("recall", {"query": "时间用什么时区存储？"}))
+
+    try:
+        got = anyio.run(go)
+        errlog.seek(0)
+        stderr = errlog.read()
+    finally:
+        errlog.close()
+    assert "Traceback" not in stderr, stderr
+    # No word of the query is in the memory: only its vector finds it, so the recall had the model.
+    assert got["items"][0]["memory"]["text"] == "Store all timestamps in UTC."
+    assert list((settings.state_dir / "models").glob("*/manifest.json"))
+
+
+def test_gitmem_mcp_loads_the_encoder_unasked_once_it_has_answered_initialize(settings: Settings,
+                                                                               tmp_path: Path) -> None:
+    errlog = (tmp_path / "stderr.log").open("w+")
+    models = settings.state_dir / "models"
+
+    async def go() -> bool:
+        async with Client(stdio_client(stdio(settings.home), errlog=errlog)):
+            # No call made: the server prepares the encoder by itself (from the wheel: seconds).
+            with anyio.move_on_after(120):
+                while not list(models.glob("*/manifest.json")):
+                    await anyio.sleep(0.1)
+            return bool(list(models.glob("*/manifest.json")))
+
+    try:
+        prepared = anyio.run(go)
+    finally:
+        errlog.close()
+    assert prepared

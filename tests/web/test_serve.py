@@ -42,6 +42,21 @@ def test_healthz_reports_repository_broker_and_worker(client: Client) -> None:
     assert body["status"] == "degraded"
 
 
+def test_healthz_says_starting_while_the_worker_serve_started_boots(client: Client, svc: MemoryService) -> None:
+    booting = subprocess.Popen(["sleep", "60"])  # stands for the worker process: alive, not answering pings
+    try:
+        svc.worker_started(booting.pid)
+        body = client.get("/healthz").json
+        assert body["status"] == "starting" and body["worker"] == {"ok": False, "workers": [], "starting": True}
+    finally:
+        booting.kill()
+        booting.wait()
+    # Gone without ever answering: missing, not starting.
+    assert client.get("/healthz").json["status"] == "degraded"
+    svc.worker_stopped(booting.pid)
+    assert client.get("/healthz").json["worker"] == {"ok": False, "workers": []}
+
+
 def test_healthz_fails_when_the_repository_cannot_be_read(client: Client, svc: MemoryService) -> None:
     svc.close()
     objects = svc.settings.repos_dir / "default.git" / "objects"
@@ -140,6 +155,16 @@ def wait_for(url: str, check: str) -> dict[str, object]:
 def test_serve_runs_the_app_and_a_worker_and_stops_both(
         served: tuple[str, str, subprocess.Popen[str], int]) -> None:
     url, key, proc, worker_pid = served
+    statuses: list[str] = []
+    deadline = time.monotonic() + STARTUP_LIMIT
+    while not statuses or statuses[-1] != "ok":
+        assert time.monotonic() < deadline, statuses
+        try:
+            statuses.append(httpx.get(f"{url}/healthz", timeout=5).json()["status"])
+        except httpx.TransportError:
+            time.sleep(0.05)
+    # Ready when it says so: never "degraded" while the worker it started comes up.
+    assert set(statuses) <= {"starting", "ok"}, statuses
     health = wait_for(url, "worker")
     assert health["status"] == "ok"
 
