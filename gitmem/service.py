@@ -470,7 +470,10 @@ class MemoryService(Deferred):
 
     def _added(self, namespace: str) -> None:
         """After a write added a memory: have it embedded, and queue consolidation when the trigger rule says so."""
-        if self._semantics.enabled and not self._semantics.loaded:
+        # Workers embed what a process without its encoder loaded wrote (a CLI's remember, a web
+        # process before its first recall): where there are workers to do it. Else the next recall does.
+        has_workers = self.settings.broker_url is not None or workers.alive(self.settings.state_dir)
+        if self._semantics.enabled and not self._semantics.loaded and has_workers:
             try:
                 self.queue.enqueue_embed(namespace)
             except Exception:  # the next recall embeds it instead

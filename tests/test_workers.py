@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -57,3 +58,11 @@ def test_stopping_another_worker_leaves_the_record(tmp_path: Path, alive: int) -
     workers.started(tmp_path, alive)
     workers.stopped(tmp_path, alive + 1)
     assert workers.starting(tmp_path)
+
+
+def test_alive_is_the_recorded_worker_running_here_however_old(tmp_path: Path) -> None:
+    assert not workers.alive(tmp_path)
+    workers.started(tmp_path, os.getpid(), at=0.0)  # started long ago: no longer "starting", still alive
+    assert workers.alive(tmp_path) and not workers.starting(tmp_path)
+    workers.stopped(tmp_path, os.getpid())
+    assert not workers.alive(tmp_path)

@@ -54,6 +54,21 @@ def starting(state_dir: Path, *, now: float | None = None) -> bool:
     return True
 
 
+def alive(state_dir: Path) -> bool:
+    """Whether the worker ``serve`` started on this host is running (however long ago it started)."""
+    record = _read(state_dir / FILE)
+    pid = record.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0 or record.get("host") != socket.gethostname():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _read(path: Path) -> dict[str, object]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
