@@ -16,6 +16,7 @@ network.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -88,8 +89,17 @@ def _occurrences(line: str, value: str) -> Iterable[tuple[int, int]]:
         at = line.find(value, at + len(value))
 
 
-def _in_line(line: str) -> list[tuple[str, tuple[int, int] | None]]:
-    """Every secret and every piece of personal data in one line, each once, in the order they stand."""
+def _in_line(line: str) -> tuple[tuple[str, tuple[int, int] | None], ...]:
+    """Every secret and every piece of personal data in one line, each once, in the order they stand.
+
+    Lines come back again and again (an author's name, a tag, a line kept by an amend): each is
+    scanned once per process.
+    """
+    return _scanned(line)
+
+
+@functools.lru_cache(maxsize=8192)
+def _scanned(line: str) -> tuple[tuple[str, tuple[int, int] | None], ...]:
     found: list[tuple[str, tuple[int, int] | None]] = []
 
     def add(kind: str, span: tuple[int, int] | None) -> None:
@@ -115,7 +125,7 @@ def _in_line(line: str) -> list[tuple[str, tuple[int, int] | None]]:
         for span in spans or [None]:
             add(str(secret.type), span)
     add_formats(CONTEXT_FORMATS)
-    return sorted(found, key=lambda f: f[1] or (-1, -1))
+    return tuple(sorted(found, key=lambda f: f[1] or (-1, -1)))
 
 
 def find(text: str) -> list[Finding]:
