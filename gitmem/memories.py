@@ -19,6 +19,7 @@ from .repo import Change, Commit, Guard, Namespace, Namespaces, match_tokens, se
 from .semantic import Semantics
 from .settings import Settings
 from .similarity import dice, normalise
+from .words import document_terms
 
 log = logging.getLogger(__name__)
 AUTO_SOURCES = ("agent", "import", "consolidation")
@@ -452,7 +453,7 @@ class Memories:
         if not details.may_update(item.text):
             return []
         found: dict[str, tuple[Memory, str]] = {}
-        rows = [row.memory for row, _ in ns.index.search(search_terms("", item.text, ()), limit=10)]
+        rows = [row.memory for row, _ in ns.index.search(document_terms(item.text).words, limit=10)]
         for memory in [*rows, *(m for m in batch.memories.values() if m.id in batch.added)]:
             if memory.id in found or memory.state == "archived" or memory.type == "techchoice":
                 continue
