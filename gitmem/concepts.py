@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from . import secretscan
+from . import safeparse, secretscan
 from .errors import InvalidInput, MalformedConcept
 
 TYPES = (
@@ -58,8 +58,7 @@ MAX_LIST_ITEMS = 50
 _YAML_BREAKS = re.compile("[\r\x85\u2028\u2029]")
 
 # libyaml is ~10x faster than pure-Python PyYAML; the output is identical except for escapes,
-# where render() falls back to the pure-Python dumper.
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# where render() falls back to the pure-Python dumper. Reading goes through safeparse.
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -322,6 +321,8 @@ def read_note(text: str) -> tuple[str, dict[str, Any]]:
         meta, body = _frontmatter(text, strict=True)
     except yaml.YAMLError as exc:
         raise InvalidInput(f"the note's frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    except safeparse.Unsafe as exc:
+        raise InvalidInput(f"the note's frontmatter: {exc}") from exc
     if meta is None:
         return text, {}
     found: dict[str, Any] = {}
@@ -352,8 +353,8 @@ def _frontmatter(text: str, *, strict: bool = False) -> tuple[dict[str, Any] | N
     if not match:
         return None, text
     try:
-        meta = yaml.load(match.group(1), Loader=_Loader)
-    except yaml.YAMLError:
+        meta = safeparse.load_yaml(match.group(1))
+    except (yaml.YAMLError, safeparse.Unsafe):
         if strict:
             raise
         return None, text
@@ -459,9 +460,11 @@ def _file_fields(data: bytes, path: str) -> tuple[dict[Any, Any], str]:
     if not match:
         raise MalformedConcept(path, "no YAML frontmatter between '---' lines at the top")
     try:
-        meta = yaml.load(match.group(1), Loader=_Loader)
+        meta = safeparse.load_yaml(match.group(1))
     except yaml.YAMLError as exc:
         raise MalformedConcept(path, f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    except safeparse.Unsafe as exc:
+        raise MalformedConcept(path, f"frontmatter refused: {exc}") from exc
     if not isinstance(meta, dict):
         raise MalformedConcept(path, "frontmatter must be a mapping of fields")
     return meta, match.group(2).strip()
@@ -488,6 +491,9 @@ def _strings(meta: dict[str, Any], key: str) -> tuple[str, ...]:
         return (value,)
     if not isinstance(value, list):
         raise ValueError(f"'{key}' must be a list")
+    if any(isinstance(v, list | dict) for v in value):
+        # Text of a nested value is not a tag or a path, and turning one into text can be costly.
+        raise ValueError(f"'{key}' must be a list of strings, not of lists or mappings")
     return tuple(str(v) for v in value if v is not None)
 
 
