@@ -730,6 +730,20 @@ def parse_pushed(data: bytes, path: str, *, default_id: str | None = None) -> tu
         raise MalformedConcept(path, str(exc)) from exc
 
 
+def stated_id(data: bytes, path: str) -> str | None:
+    """The id a memory file's frontmatter gives, read as :func:`parse` reads it; None without one.
+
+    Every YAML form counts (``'id': …``, ``id: >-``, a flow mapping, ``1_234_567_890``, a line
+    after 4 KB): a check of duplicate ids must see the id recall will see. A file that does not
+    parse gives None (it is refused, or reported, for that).
+    """
+    try:
+        meta, _ = _file_fields(data, path)
+    except MalformedConcept:
+        return None
+    return str(meta.get("id") or "") or None
+
+
 def complete(data: bytes, path: str, *, author: str | None = None) -> bytes | None:
     """The pushed file with gitmem's own fields filled in (id, created, potency...), or None if it has them.
 

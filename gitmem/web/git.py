@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import zlib
 from collections.abc import Iterator
 from typing import IO
 
@@ -113,10 +114,25 @@ def _receive_pack(ns: str, rest: str) -> Response:
     role = next(r for r in ("admin", "reviewer", "writer") if who.allows(ns, r))
     body: IO[bytes] = request.stream
     if request.headers.get("Content-Encoding", "").lower() == "gzip":
-        body = gzip.GzipFile(fileobj=request.stream, mode="rb")  # type: ignore[assignment]
+        body = Gunzipped(request.stream)  # type: ignore[assignment]
     base_url = service().settings.public_url or request.host_url.rstrip("/")
     answer = service().receive_push(ns, body, actor=who.name, role=role, base_url=base_url)
     return Response(answer, headers=_NO_CACHE, mimetype="application/x-git-receive-pack-result")
+
+
+class Gunzipped:
+    """A gzip-encoded request body, read as it comes; a body that is not gzip is :class:`InvalidInput` (a 400)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._file = gzip.GzipFile(fileobj=raw, mode="rb")
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes of the decompressed body."""
+        try:
+            return self._file.read(size)
+        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            raise InvalidInput(f"the push says Content-Encoding: gzip, but its body is not valid gzip ({exc}); "
+                               "send it as git does") from None
 
 
 _NO_CACHE = {"Cache-Control": "no-cache, max-age=0, must-revalidate", "Pragma": "no-cache"}
