@@ -382,3 +382,22 @@ def test_a_quarantine_left_by_a_dead_push_is_cleared(live_server: str, keys: Key
     commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")})
     assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
     assert not left.exists() and not list(objects.glob("incoming-*"))
+
+
+def test_stacked_pushes_to_refs_for_main_each_open_a_review_of_their_own_commits(
+        live_server: str, keys: Keys, svc: MemoryService, tmp_path: Path) -> None:
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")}, "Database")
+    first = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    commit(work, {"fact/cache.md": OKF.format(type="fact", text="The cache is Redis 7")}, "Cache")
+    second = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    stacked = push(keys.writer, work, "HEAD:refs/for/main")
+    assert stacked.returncode == 0, stacked.stderr
+    assert "remote: review #2 opened with 1 commit(s)" in stacked.stderr, stacked.stderr
+    assert "it holds only the commits after review #1 (still open, 1 commit(s)); approve #1 first" in stacked.stderr
+    one, two = svc.reviews.get("default", 1), svc.reviews.get("default", 2)
+    assert [str(c.id) for c in svc.reviews.commits("default", one)] == [first]
+    assert [str(c.id) for c in svc.reviews.commits("default", two)] == [second]
+    assert (two.base, two.commit_count, two.title) == (first, 1, "Cache")
+    assert "come after those of review #1" in two.description
