@@ -13,6 +13,7 @@ from importlib.metadata import entry_points
 from . import (
     agent,  # noqa: F401  (agent install, agent hook)
     consolidate,  # noqa: F401  (consolidate, review, worker)
+    credential,  # noqa: F401  (credential: git's credential helper)
     ingest,  # noqa: F401  (ingest, conversations)
     maintenance,  # noqa: F401  (maintain, backup, restore-backup)
     mcp,  # noqa: F401  (mcp)
