@@ -52,6 +52,9 @@ class MemoryDiff:
     fields: list[tuple[str, Any, Any]]  # (name, before, after) of the other fields that changed
     lost: list[str] = field(default_factory=list)  # a merged-away memory's words the result lacks
     author: str | None = None
+    # False for a file pushed without an id: its id is a stand-in until the merge gives it one,
+    # so no memory page answers to it yet.
+    assigned: bool = True
 
     @property
     def text_changed(self) -> bool:
@@ -72,7 +75,7 @@ class MemoryDiff:
         return {"id": self.id, "title": self.title, "type": self.type, "change": self.change,
                 "before": self.before, "after": self.after, "text_diff": [p.to_dict() for p in self.text],
                 "fields": [{"name": n, "before": _jsonable(a), "after": _jsonable(b)} for n, a, b in self.fields],
-                "lost_words": list(self.lost), "author": self.author}
+                "lost_words": list(self.lost), "author": self.author, "assigned": self.assigned}
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,16 @@ def summarise(commits: Sequence[ReviewCommit]) -> str:
         types = Counter(m.type for c in merges for m in c.members)
         by_type = ", ".join(f"{t} {n}" for t, n in types.most_common())
         parts.append(f"{folded} memories into {kept} ({by_type})")
-    others = Counter(c.action for c in commits if not c.merge)
+    others: Counter[str] = Counter()
+    for c in commits:
+        if c.merge:
+            continue
+        if c.action == "edit" and c.memories:
+            # A commit made with git says nothing of itself: one may add a memory and edit another.
+            others.update({"added": "added", "changed": "edited", "removed": "removed"}[m.change]
+                          for m in c.memories)
+        else:
+            others[c.action] += 1
     parts += [f"{n} {action}" for action, n in sorted(others.items())]
     return "; ".join(parts) or "no changes"
 
@@ -177,10 +189,14 @@ def parsed(text: str | None, path: str | None) -> concepts.Memory | None:
         pass
     try:
         # A file pushed without gitmem's fields (plain OKF): named by its path until it gets its id.
-        placeholder = hashlib.sha256(path.encode()).hexdigest()[:10]
-        return concepts.parse_pushed(text.encode(), path, default_id=placeholder)[0]
+        return concepts.parse_pushed(text.encode(), path, default_id=placeholder_id(path))[0]
     except MalformedConcept:
         return None
+
+
+def placeholder_id(path: str) -> str:
+    """The stand-in id of a file pushed without one, until its merge gives it its own."""
+    return hashlib.sha256(path.encode()).hexdigest()[:10]
 
 
 def memory_diffs(changes: Sequence[FileChange]) -> list[MemoryDiff]:
@@ -200,10 +216,11 @@ def memory_diffs(changes: Sequence[FileChange]) -> list[MemoryDiff]:
         old, new = before.get(memory_id), after.get(memory_id)
         shown = new or old
         assert shown is not None
+        assigned = not shown.path or memory_id != placeholder_id(shown.path)
         if old is None or new is None:
             out.append(MemoryDiff(memory_id, shown.title, shown.type, "added" if old is None else "removed",
                                   None if old is None else old.text, None if new is None else new.text, [], [],
-                                  author=shown.author))
+                                  author=shown.author, assigned=assigned))
             continue
         quiet = set(_QUIET_FIELDS)
         if old.title == concepts.title_from(old.text) and new.title == concepts.title_from(new.text):
@@ -211,7 +228,7 @@ def memory_diffs(changes: Sequence[FileChange]) -> list[MemoryDiff]:
         fields = [(f.name, getattr(old, f.name), getattr(new, f.name)) for f in dataclass_fields(old)
                   if f.name not in quiet and getattr(old, f.name) != getattr(new, f.name)]
         out.append(MemoryDiff(memory_id, new.title, new.type, "changed", old.text, new.text,
-                              textdiff.word_diff(old.text, new.text), fields, author=new.author))
+                              textdiff.word_diff(old.text, new.text), fields, author=new.author, assigned=assigned))
     return out
 
 

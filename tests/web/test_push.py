@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 import time
@@ -12,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from gitmem import notify
-from gitmem.service import MemoryService
+from gitmem.service import MemoryService, summarise
 from gitmem.settings import Settings
 
-from .conftest import Keys
+from .conftest import Client, Keys
+from .test_pages import signed_in
 from .test_git import git, with_key
 
 OKF = "---\ntype: {type}\n---\n\n{text}\n"
@@ -401,3 +403,28 @@ def test_stacked_pushes_to_refs_for_main_each_open_a_review_of_their_own_commits
     assert [str(c.id) for c in svc.reviews.commits("default", two)] == [second]
     assert (two.base, two.commit_count, two.title) == (first, 1, "Cache")
     assert "come after those of review #1" in two.description
+
+
+def test_a_push_that_adds_one_memory_and_edits_another_says_so_and_links_only_real_pages(
+        live_server: str, keys: Keys, svc: MemoryService, remember: Callable[..., str], client: Client,
+        tmp_path: Path) -> None:
+    memory_id = remember("Deploys happen on Tuesdays", type="convention")
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    (path,) = [p for p in (work / "convention").iterdir()]
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16"),
+                  f"convention/{path.name}": path.read_text().replace("Tuesdays", "Wednesdays")},
+           "Database, and deploys move")
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    shown = svc.reviews.diff("default", 1)
+    assert summarise(shown) == "1 added; 1 edited"
+    by_change = {m.change: m for m in shown[0].memories}
+    assert by_change["changed"].id == memory_id and by_change["changed"].assigned
+    assert not by_change["added"].assigned  # a plain file: its id comes with the merge
+    signed_in(client, keys.reader)
+    page = client.get("/ns/default/reviews/1").get_data(as_text=True)
+    assert "1 added; 1 edited" in page
+    assert f"/ns/default/memories/{memory_id}" in page
+    assert f"/ns/default/memories/{by_change['added'].id}" not in page  # it would 404 until merged
+    assert "no id yet: it gets one when merged" in page
+    for link in re.findall(r'href="(/ns/default/memories/[0-9a-f]{10})"', page):
+        assert client.get(link).status_code == 200, link
