@@ -28,7 +28,7 @@ from ..errors import (
     StaleReview,
 )
 from ..repo import MAIN, Change, Commit, Guard, Store, is_memory_path
-from .diffs import digest, memory_diffs, parsed
+from .diffs import digest, memory_diffs, parsed, placeholder_id
 from .records import CLOSED_PREFIX, Review, ReviewRecords, actor_name, review_number
 from .staleness import advice, changed_on_main, stale_message, stale_note, stale_reason, status_of
 
@@ -134,6 +134,13 @@ class ReviewDecisions(ReviewRecords):
                 raise StaleReview(f"review #{number} is stale: {review.stale_reason}")
             if review.status != "open":
                 raise Conflict(f"review #{number} is already {review.status}")
+            first = [r for r in self.list(namespace, status="open") if r.head == review.base and r.number != number]
+            if first:
+                # Stacked pushes: this review holds only the commits after another's; merging them
+                # first would leave out what they build on.
+                raise Conflict(f"review #{number} holds the commits that come after those of review "
+                               f"#{first[0].number}, which is still open: approve (or reject) #{first[0].number} "
+                               "first")
             every = self.commits(namespace, review)
             still = [c for c in every if review.state_of(str(c.id)) == "open"]
             picked = self._select(every, review, commits, number)
@@ -259,7 +266,9 @@ class ReviewDecisions(ReviewRecords):
             base = parsed(change.old_text, change.old_path)
             mine = parsed(change.new_text, change.new_path)
             theirs = parsed(None if present is None else present.decode("utf-8", "replace"), change.new_path)
-            if base is None or mine is None or theirs is None or theirs.id != base.id:
+            if base is None or mine is None or theirs is None or (
+                    theirs.id != base.id and base.id != placeholder_id(change.new_path)):
+                # (A file pushed without an id that main completed since is the same memory.)
                 raise MergeConflict(str(commit.id), [change.new_path])
             files[change.new_path] = concepts.render(merge_fields(base, mine, theirs))
         return store.recommit(commit, onto, files)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from .. import concepts
 from ..errors import CommitNotFound
 from ..repo import MAIN, Commit, FileChange, Store, parse_trailers
-from .diffs import parsed
+from .diffs import parsed, placeholder_id
 from .records import Review
 
 
@@ -36,9 +36,12 @@ def changed_on_main(store: Store, review: Review) -> dict[str, str]:
             before[old.id] = old
         if new is not None:
             after[new.id] = new
+    by_path = {m.path: m for m in after.values()}
     out = {}
     for memory_id, old in before.items():
         new = after.get(memory_id)
+        if new is None and memory_id == placeholder_id(old.path):
+            new = by_path.get(old.path)  # a pushed file main completed since: the same memory, with its id
         what = None
         if new is None:
             what = f"removed {old.path}"

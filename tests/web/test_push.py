@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from gitmem import notify
+from gitmem.errors import Conflict
 from gitmem.service import MemoryService, summarise
 from gitmem.settings import Settings
 
 from .conftest import Client, Keys
-from .test_pages import signed_in
 from .test_git import git, with_key
+from .test_pages import signed_in
 
 OKF = "---\ntype: {type}\n---\n\n{text}\n"
 
@@ -428,3 +429,21 @@ def test_a_push_that_adds_one_memory_and_edits_another_says_so_and_links_only_re
     assert "no id yet: it gets one when merged" in page
     for link in re.findall(r'href="(/ns/default/memories/[0-9a-f]{10})"', page):
         assert client.get(link).status_code == 200, link
+
+
+def test_a_stacked_review_waits_for_the_one_it_builds_on(live_server: str, keys: Keys, svc: MemoryService,
+                                                         tmp_path: Path) -> None:
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")}, "Database")
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 17")}, "Upgrade")
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    head = svc.head("default")
+    with pytest.raises(Conflict, match=r"review #2 holds the commits that come after those of review #1, which is "
+                                       r"still open: approve \(or reject\) #1 first"):
+        svc.reviews.approve("default", 2, actor="reviewer")
+    assert svc.head("default") == head
+    svc.reviews.approve("default", 1, actor="reviewer")
+    svc.reviews.approve("default", 2, actor="reviewer")
+    assert [m.text for m in svc.list("default")] == ["The database is PostgreSQL 17"]
+    fsck(svc)
