@@ -24,13 +24,14 @@ from __future__ import annotations
 
 from . import packing, receive
 from .buffers import Appended, Buffered, Buffers, Sealed
-from .index import Candidate, Row, SearchIndex, UsageLog, is_memory_path, match_tokens, text_hash
+from .index import Candidate, Row, SearchIndex, is_memory_path, match_tokens, text_hash
 from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
 from .packing import ObjectCounts
 from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
 from .runstate import AlreadyRunning, Fence, Leases, LocalFence, RunState
 from .store import MAIN, Change, Commit, CommitInfo, FileChange, Guard, Store, parse_trailers, refused_part
+from .usage import UsageLog
 from .vectors import VectorStore
 from .watches import Watch, WatchList, check_channel
 from .workspace import files_in_play

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .index import _connect
+from .sqlitedb import connect as _connect
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
