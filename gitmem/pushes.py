@@ -29,6 +29,7 @@ from .errors import GitmemError, InvalidInput, RefLocked, RefRaceLost
 from .pushrules import Rules, review_title
 from .repo import MAIN, Namespace, Namespaces
 from .repo import receive as wire
+from .repo import rewrite as history
 from .reviews import Review, Reviews, completed
 from .semantic import Semantics
 from .settings import Settings
@@ -118,8 +119,11 @@ class Pushes:
                 outcome.results = [(c.ref, "the pack was refused") for c in commands]
                 outcome.messages = [f"refused: {exc}"]
                 return outcome
+            before_purge = self.rules.from_before_purge(quarantine.repo, wire.branch_tips(ns.store), commands,
+                                                        self._rewritten(ns))
             for command in commands:
-                policy[command.ref] = policy[command.ref] or self._moves(ns, quarantine, command, actor, role)
+                policy[command.ref] = policy[command.ref] or before_purge or self._moves(ns, quarantine, command,
+                                                                                         actor, role)
             refused = {ref: why for ref, why in policy.items() if why}
             problems: list[str] = []
             if not refused:
@@ -214,6 +218,17 @@ class Pushes:
                     "fetched, or your history was rewritten); fetch, rebase and push again (`gitmem sync` does "
                     "all three)")
         return None
+
+    @staticmethod
+    def _rewritten(ns: Namespace) -> dict[str, str]:
+        """Commit id -> the way out, for every commit a purge rewrote (from the records on main)."""
+        out: dict[str, str] = {}
+        for record in history.read_records(ns.store):
+            commits = record.get("rewritten")
+            said = str(record.get("recover") or "history was rewritten by a purge; re-clone")
+            for commit in commits if isinstance(commits, list) else []:
+                out[str(commit)] = said
+        return out
 
     def problems(self, ns: Namespace, quarantine: wire.Quarantine, commands: list[wire.RefUpdate]) -> list[str]:
         """Every reason to refuse the commits the push brings (see :mod:`gitmem.pushrules`)."""

@@ -4,9 +4,9 @@ Each changed file must be a memory ``<type>/<name>.md`` (or the README), parse, 
 ``type`` that matches its folder and an ``id`` no other file has (or none yet), stay within the
 size limits and carry no secret; no ``..``, ``.git``, symbolic links, submodules or other folders.
 A commit's whole message, its author's and committer's names and e-mails and the names of the
-files it adds carry no secret either; merge commits, histories unrelated to main and commits of a
-history that a purge rewrote are refused. One problem refuses the whole push (see
-:mod:`gitmem.pushes`), and each names the file or the commit and what to do.
+files it adds carry no secret either; merge commits and histories unrelated to main are refused,
+and so is a history that a purge rewrote (the refusal says how to get back in step). One problem
+refuses the whole push (see :mod:`gitmem.pushes`), and each names the file or the commit and what to do.
 
 Nothing here reads a blob larger than a memory file may be: sizes come from the objects' headers.
 """
@@ -46,13 +46,11 @@ class Rules:
         """The largest file a check reads; a larger one is refused from its size alone."""
         return max(self.memory_bytes, README_BYTES)
 
-    def problems(self, repo: wire.Repository, main: str, known: list[str], commands: Iterable[wire.RefUpdate],
-                 rewritten: Mapping[str, str] | None = None) -> list[str]:
+    def problems(self, repo: wire.Repository, main: str, known: list[str],
+                 commands: Iterable[wire.RefUpdate]) -> list[str]:
         """Every reason to refuse the commits the push brings, each naming the file or the commit.
 
-        ``known``: the commits the repository's branches point at (what the push need not
-        bring); ``rewritten``: commit id -> what to say, for the commits a purge took out of
-        the history.
+        ``known``: the commits the repository's branches point at (what the push need not bring).
         """
         out: list[str] = []
         for command in commands:
@@ -63,11 +61,6 @@ class Rules:
                 continue
             except InvalidInput as exc:
                 out.append(str(exc))
-                continue
-            old = [str(c.id) for c in commits if str(c.id) in (rewritten or {})]
-            if old:
-                assert rewritten is not None
-                out.append(f"{command.ref}: commit {old[0][:10]} is from before a purge: {rewritten[old[0]]}")
                 continue
             if wire.merge_base(repo, main, command.new) is None:
                 out.append(f"{command.ref}: the pushed history shares no commit with main; clone the namespace "
@@ -89,6 +82,24 @@ class Rules:
                         changed.add(file.path)
             out += self.duplicate_ids(repo, command.new, changed)
         return list(dict.fromkeys(out))
+
+    def from_before_purge(self, repo: wire.Repository, known: list[str], commands: Iterable[wire.RefUpdate],
+                          rewritten: Mapping[str, str]) -> str | None:
+        """What to tell a clone whose push brings commits a purge rewrote (it predates it), or None.
+
+        ``rewritten``: commit id -> the way out, from the redaction records on main.
+        """
+        if not rewritten:
+            return None
+        for command in commands:
+            try:
+                commits = wire.new_commits(repo, command.new, known)
+            except (KeyError, InvalidInput):
+                continue  # the other checks say what is wrong with it
+            old = next((str(c.id) for c in commits if str(c.id) in rewritten), None)
+            if old is not None:
+                return f"your history is from before a purge (commit {old[:10]}): {rewritten[old]}"
+        return None
 
     def file_problem(self, file: wire.PushedFile) -> str | None:
         """What is wrong with one changed file, or None."""

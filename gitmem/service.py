@@ -33,6 +33,7 @@ from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
 from .pushes import Pushes
 from .recall import Comment, Hit, Recall
+from .redaction import Purged, Redactions
 from .repo import (
     ALL_NAMESPACES,
     ROLES,
@@ -96,6 +97,10 @@ class MemoryService:
             self._namespaces.on_change = self._changed
         self._pushes = Pushes(self._namespaces, self.reviews, settings, self._semantics,
                               on_main=self._added if trigger else None)
+        # Registers itself as the decider of purge reviews: their approval rewrites the history.
+        self._redactions = Redactions(self._namespaces, self.reviews, settings,
+                                      mirrors=lambda namespace: self._mirrors(namespace).push())
+        self.purge_history = self._redactions.request
         self._graphs = Graphs(self._namespaces, settings, self._semantics)
         self._keys: KeyStore | None = None
         self._watches = WatchList(settings.home)
@@ -225,6 +230,10 @@ class MemoryService:
                      base_url: str | None = None) -> bytes:
         """Take a ``git push`` request; the answer for the client (see :mod:`gitmem.pushes`)."""
         return self._pushes.receive(namespace, body, actor=actor, role=role, base_url=base_url)
+
+    def last_purge(self) -> Purged | None:
+        """What the last purge approved in this process did (commits rewritten, time, mirrors), if any."""
+        return self._redactions.last
 
     def status(self, namespace: str) -> dict[str, Any]:
         """Counts by state, type and potency tier, head, malformed files, and each mirror's status."""

@@ -18,6 +18,7 @@ from . import (
     maintenance,  # noqa: F401  (maintain, backup, restore-backup)
     mcp,  # noqa: F401  (mcp)
     memory,  # noqa: F401  (registers the core commands)
+    purge,  # noqa: F401  (purge --history)
     server,  # noqa: F401  (serve, key)
     sync,  # noqa: F401  (sync, mirror)
 )

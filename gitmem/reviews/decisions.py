@@ -113,7 +113,7 @@ class ReviewDecisions(ReviewRecords):
             return self._mark_stale(namespace, review, stale, actor) if stale else review
 
     def approve(self, namespace: str, number: int, *, actor: str, commits: builtins.list[str] | None = None,
-                expected: int | None = None) -> Review:
+                expected: int | None = None, admin: bool = False) -> Review:
         """Merge the review's open commits (or only ``commits``) into main, one commit each.
 
         A commit is stale when main changed the text, type or state of a memory it is about
@@ -122,7 +122,8 @@ class ReviewDecisions(ReviewRecords):
         says why. Approving all merges the open commits that are not stale and marks the others.
         ``expected``: how many commits the caller saw to merge; any other number merges nothing
         (:class:`Conflict`), so a reviewer never merges more than was shown. The review stays
-        open while commits are left to decide ("merged 4 of 8").
+        open while commits are left to decide ("merged 4 of 8"). A review whose kind has a decider
+        of its own (a purge) is decided by it; ``admin``: whether the approver is an admin.
         """
         number = review_number(number)
         actor = actor_name(actor)
@@ -134,6 +135,9 @@ class ReviewDecisions(ReviewRecords):
                 raise StaleReview(f"review #{number} is stale: {review.stale_reason}")
             if review.status != "open":
                 raise Conflict(f"review #{number} is already {review.status}")
+            decide = self.deciders.get(review.kind)
+            if decide is not None:
+                return decide(namespace, review, actor=actor, admin=admin)
             first = [r for r in self.list(namespace, status="open") if r.head == review.base and r.number != number]
             if first:
                 # Stacked pushes: this review holds only the commits after another's; merging them
@@ -195,6 +199,21 @@ class ReviewDecisions(ReviewRecords):
             ns.synced()
         if review.status != "open":
             self._retire_branch(namespace, review)
+        self._publish(namespace, review)
+        return review
+
+    def settle(self, namespace: str, number: int, *, actor: str, merged_commit: str, summary: str) -> Review:
+        """Record an open review a decider of its kind carried out (a purge) as merged whole; retire its branch."""
+        every = [str(c.id) for c in self.commits(namespace, self.get(namespace, number))]
+
+        def update(current: Review) -> Review:
+            if current.status != "open":
+                raise Conflict(f"review #{number} is already {current.status}")
+            return replace(current, status="merged", merged_commit=merged_commit, decided_by=actor,
+                           approved_commits=every, commit_states=dict.fromkeys(every, "merged"), updated=now())
+
+        review = self._save(namespace, number, update, summary, actor)
+        self._retire_branch(namespace, review)
         self._publish(namespace, review)
         return review
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import builtins
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -101,6 +101,9 @@ class ReviewRecords:
     def __init__(self, namespaces: Namespaces, settings: Settings) -> None:
         self.namespaces = namespaces
         self.settings = settings
+        #: Review kinds whose approval is not a merge, by kind: ``decide(namespace, review, *,
+        #: actor, admin) -> Review``. The facade registers the purge of a history here.
+        self.deciders: dict[str, Callable[..., Review]] = {}
 
     # --- the record store ------------------------------------------------------------------------
 
@@ -145,6 +148,40 @@ class ReviewRecords:
 
         store.transact(plan, REVIEWS_REF, guard=guard)
         return saved["review"]
+
+    def remap(self, namespace: str, commits: Mapping[str, str], actor: str) -> int:
+        """Point every record at the commits a rewrite of the history made of its own; how many changed.
+
+        After a purge every commit from the memory's first one on has a new id: each record's
+        base, head, merged commit and per-commit states follow, in one commit.
+        """
+        store = self._store(namespace, create=False)
+        if store.head_id(REVIEWS_REF) is None or not commits:
+            return 0
+        changed: list[int] = []
+
+        def moved(value: str) -> str:
+            return commits.get(value, value)
+
+        def plan(head: Commit) -> Change | None:
+            files: dict[str, bytes | None] = {}
+            changed.clear()
+            for review in self._read(store, head, namespace):
+                new = replace(review, base=moved(review.base), head=moved(review.head),
+                              merged_commit=None if review.merged_commit is None else moved(review.merged_commit),
+                              approved_commits=[moved(c) for c in review.approved_commits],
+                              commit_states={moved(c): v for c, v in review.commit_states.items()},
+                              commit_notes={moved(c): v for c, v in review.commit_notes.items()})
+                if new != review:
+                    changed.append(review.number)
+                    files[f"reviews/{review.number}.json"] = (
+                        json.dumps(new.to_dict(), ensure_ascii=False, indent=1).encode() + b"\n")
+            if not files:
+                return None
+            return Change(files, f"{len(files)} review(s) follow the rewritten history", "review", (), None, actor)
+
+        store.transact(plan, REVIEWS_REF)
+        return len(changed)
 
     # --- reading ---------------------------------------------------------------------------------
 
