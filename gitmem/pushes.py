@@ -222,13 +222,7 @@ class Pushes:
     @staticmethod
     def _rewritten(ns: Namespace) -> dict[str, str]:
         """Commit id -> the way out, for every commit a purge rewrote (from the records on main)."""
-        out: dict[str, str] = {}
-        for record in history.read_records(ns.store):
-            commits = record.get("rewritten")
-            said = str(record.get("recover") or "history was rewritten by a purge; re-clone")
-            for commit in commits if isinstance(commits, list) else []:
-                out[str(commit)] = said
-        return out
+        return history.rewritten_commits(ns.store)
 
     def problems(self, ns: Namespace, quarantine: wire.Quarantine, commands: list[wire.RefUpdate]) -> list[str]:
         """Every reason to refuse the commits the push brings (see :mod:`gitmem.pushrules`)."""

@@ -49,6 +49,7 @@ from .repo import (
     WatchList,
     files_in_play,
     refusal,
+    rewrite,
     role_rank,
     syncing,
 )
@@ -230,6 +231,10 @@ class MemoryService:
                      base_url: str | None = None) -> bytes:
         """Take a ``git push`` request; the answer for the client (see :mod:`gitmem.pushes`)."""
         return self._pushes.receive(namespace, body, actor=actor, role=role, base_url=base_url)
+
+    def rewritten(self, namespace: str) -> dict[str, str]:
+        """Commit id -> what to tell a clone that has it, for every commit a purge of ``namespace`` rewrote."""
+        return rewrite.rewritten_commits(self._namespaces.open(namespace).store)
 
     def last_purge(self) -> Purged | None:
         """What the last purge approved in this process did (commits rewritten, time, mirrors), if any."""

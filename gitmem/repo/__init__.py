@@ -3,12 +3,16 @@
 ::
 
     store.py      one bare git repository: trees, commits, compare-and-swap refs, replay, revert
-    index.py      the derived search index (SQLite FTS5) and the usage log
+    index.py      the derived search index (SQLite FTS5)
+    usage.py      the usage log: memory uses waiting to be folded into the repository
+    sqlitedb.py   how the layer's SQLite databases are opened and written
     namespace.py  a namespace's open handles and how a plan becomes a commit; the registry
     runstate.py   the per-namespace consolidation lock and trigger state
     leases.py     the same lock across hosts: a lease on Redis with fencing tokens (loads redis)
     packing.py    packing, object counts and bundles, by the git program
     receive.py    the receiving side of git push: pkt-lines, a quarantined pack, what it brings
+    rewrite.py    a purge: the whole history rewritten without a text, what held it deleted
+    audit.py      the audit log of what history no longer shows (audit.jsonl in the shared home)
     keys.py       API keys, stored hashed in keys.json
     records.py    a JSON file of records every process shares (keys, watched channels)
     replays.py    webhook signatures seen recently (SQLite, or Redis when hosts share one)

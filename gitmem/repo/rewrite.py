@@ -274,6 +274,17 @@ def read_records(store: Store) -> list[dict[str, object]]:
     return out
 
 
+def rewritten_commits(store: Store) -> dict[str, str]:
+    """Commit id -> what to tell a clone that still has it, for every commit a purge rewrote."""
+    out: dict[str, str] = {}
+    for record in read_records(store):
+        commits = record.get("rewritten")
+        said = str(record.get("recover") or "history was rewritten by a purge; re-clone")
+        for commit in commits if isinstance(commits, list) else []:
+            out[str(commit)] = said
+    return out
+
+
 def _forms(needle: str) -> set[str]:
     """A text as files may hold it: as it is, with its lines joined, and inside a JSON string."""
     forms = {needle, " ".join(needle.split())}

@@ -18,6 +18,7 @@ whose ``origin`` is elsewhere is the server the sync talks to (its main is track
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import subprocess
@@ -29,6 +30,7 @@ from urllib.parse import urlsplit, urlunsplit
 from ..concepts import TYPES
 from ..errors import Conflict, InvalidInput, PermissionDenied, SyncConflict, Unavailable
 from .packing import git_program
+from .rewrite import RECORDS
 
 ADOPTING = "gitmem-adopting"
 ORIGIN_MAIN = "refs/remotes/origin/main"
@@ -147,6 +149,8 @@ def sync(path: Path, *, url: str | None, key: str | None, actor: str, to: str = 
     elif not clone.run("remote", "get-url", "origin", check=False).stdout.strip():
         clone.run("remote", "add", "origin", url)
     clone.run("fetch", "-q", clone.remote, f"+refs/heads/main:{clone.tracking}")
+    if not adopted:
+        _check_not_before_purge(clone)
     if adopted:
         clone.run("reset", "-q", clone.tracking)  # the folder's files over the server's main
     _commit(clone, result, message, removals=not adopted)
@@ -167,6 +171,28 @@ def sync(path: Path, *, url: str | None, key: str | None, actor: str, to: str = 
         return result
     _push(clone, result, to, ahead)
     return result
+
+
+def _check_not_before_purge(clone: Clone) -> None:
+    """Refuse to sync a clone whose history a purge on the server rewrote since (nothing is changed)."""
+    listed = clone.run("ls-tree", "--name-only", f"{clone.tracking}:{RECORDS}", check=False)
+    if listed.returncode != 0:
+        return  # no purge ever
+    rewritten: dict[str, str] = {}
+    for name in listed.stdout.split():
+        try:
+            record = json.loads(clone.out("show", f"{clone.tracking}:{RECORDS}/{name}"))
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("rewritten"), list):
+            rewritten |= dict.fromkeys(map(str, record["rewritten"]), str(record.get("recover") or "re-clone"))
+    if not rewritten:
+        return
+    mine = clone.out("rev-list", "HEAD", "--not", clone.tracking).split()
+    old = next((c for c in mine if c in rewritten), None)
+    if old is not None:
+        raise Conflict(f"{clone.path} is a clone from before a purge (it has commit {old[:10]}): {rewritten[old]}; "
+                       "nothing was pushed")
 
 
 def _conflict(result: SyncResult, local: str, server: str) -> SyncConflict:
