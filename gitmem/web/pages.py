@@ -396,6 +396,7 @@ def review(ns: str, number: str) -> str:
     commits = reviews().diff(ns, n)
     return render_template("review.html", ns=ns, review=reviews().get(ns, n), commits=commits,
                            summary=summarise(commits), can_review=who.allows(ns, "reviewer"),
+                           can_purge=who.allows(ns, "admin"),
                            can_write=who.allows(ns, "writer"), split=request.args.get("view") == "split")
 
 

@@ -11,7 +11,8 @@ import httpx
 from gitmem.service import MemoryService
 
 from ..test_redaction import SECRET, everything
-from .conftest import Keys
+from .conftest import Client, Keys
+from .test_pages import signed_in
 from .test_git import git, with_key
 from .test_push import OKF, clone, commit, push, state
 from .test_sync import sync
@@ -119,3 +120,16 @@ def test_mirrors_are_force_pushed(live_server: str, keys: Keys, svc: MemoryServi
                           text=True).stdout.strip() == svc.head("default")
     assert SECRET not in subprocess.run(["git", "--git-dir", str(mirror), "log", "-p", "--all"],
                                         capture_output=True, text=True).stdout
+
+
+def test_the_review_page_says_what_approving_a_purge_does_and_who_may(
+        client: Client, live_server: str, keys: Keys, svc: MemoryService, remember: Callable[..., str]) -> None:
+    memory_id = remember(SECRET, type="fact")
+    review = svc.purge_history("default", memory_id, actor="ann", reason="a password")
+    token = signed_in(client, keys.reviewer)
+    page = client.get(f"/ns/default/reviews/{review.number}").get_data(as_text=True)
+    assert "purges the memory from the whole history of default" in page and "your key is not an admin" in page
+    refused = client.post(f"/ns/default/reviews/{review.number}", data={
+        "action": "approve", "expected": "1", "csrf_token": token}, follow_redirects=True)
+    assert "only an admin approves it" in refused.get_data(as_text=True)
+    assert svc.reviews.get("default", review.number).status == "open"
