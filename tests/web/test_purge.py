@@ -12,8 +12,8 @@ from gitmem.service import MemoryService
 
 from ..test_redaction import SECRET, everything
 from .conftest import Client, Keys
-from .test_pages import signed_in
 from .test_git import git, with_key
+from .test_pages import signed_in
 from .test_push import OKF, clone, commit, push, state
 from .test_sync import sync
 
