@@ -130,7 +130,8 @@ class Redactions:
             needles = _needles(versions)
             scrub = history.Scrub(ns.store, needles, lambda path, data: _drops(memory_id, path, data),
                                   about=memory_id)
-            scrub.edit = lambda path, data: _edited(scrub.text, path, data)
+            starts = [n[:24].encode() for n in needles]
+            scrub.edit = lambda path, data: _edited(scrub.text, starts, path, data)
             done = scrub.run()
             self.reviews.remap(namespace, done.commits, actor)
             at = iso(now())
@@ -201,7 +202,10 @@ class Redactions:
 
 
 def _is_version(memory_id: str, path: str, data: bytes) -> bool:
-    return is_memory_path(path) and concepts.stated_id(data, path) == memory_id
+    # The id's digits must be in the file (underscores aside: YAML reads 1_234_567_890 as a
+    # number) before its frontmatter is worth parsing.
+    return (is_memory_path(path) and memory_id.encode() in data.replace(b"_", b"")
+            and concepts.stated_id(data, path) == memory_id)
 
 
 def _drops(memory_id: str, path: str, data: bytes) -> bool:
@@ -209,13 +213,17 @@ def _drops(memory_id: str, path: str, data: bytes) -> bool:
     return path == f"{DISCUSSIONS}/{memory_id}.jsonl" or _is_version(memory_id, path, data)
 
 
-def _edited(redact: Callable[[str], str], path: str, data: bytes) -> bytes | None:
+def _edited(redact: Callable[[str], str], starts: list[bytes], path: str, data: bytes) -> bytes | None:
     """Another memory's file with the text redacted in its text, title and description, or None.
 
     Its frontmatter is YAML, which may quote or escape a title ("box''s"), so the fields are
-    redacted as read and the file is written again; a title taken from the text follows it.
+    redacted as read and the file is written again; a title taken from the text follows it. A
+    file without the start of any needle (YAML's quoting undone) is left to the plain replacement.
     """
     if not is_memory_path(path):
+        return None
+    plain = data.replace(b"''", b"'").replace(b'\\"', b'"')
+    if not any(start in plain for start in starts):
         return None
     try:
         memory, _ = concepts.parse_pushed(data, path)

@@ -118,3 +118,17 @@ def test_bench_push_times_both_servers(data: Path, tmp_path: Path) -> None:
     figures = bench.run(texts, 2, 3, tmp_path)
     assert set(figures["median_ratio_to_floor"]) == {"gitmem_main", "gitmem_review"}
     assert all(v > 0 for v in figures["median_seconds"].values())
+
+
+def test_bench_push_refusals_times_both_servers_and_reads_the_workers_memory(tmp_path: Path) -> None:
+    bench = script("bench_push_refusals")
+    figures = bench.run(1, tmp_path)
+    assert figures["bomb"]["gitmem_refused_s"] > 0 and figures["bomb"]["ratio"] > 0
+    large = figures["large_files"]
+    assert large["mib_each"] == 1 and large["worker_peak_rss_mb_after"] >= large["worker_peak_rss_mb_before"] > 10
+
+
+def test_bench_push_refusals_refuses_a_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        script("bench_push_refusals").main(["--mb", "0"])
+    assert exited.value.code == 2 and "--mb must be at least 1" in capsys.readouterr().err

@@ -156,3 +156,47 @@ def test_the_cli_asks_with_history_and_a_reason(gitmem: Run, svc: MemoryService,
     approved = gitmem("review", "approve", str(number), "--actor", "ada")
     assert "merged" in approved.stdout or approved.returncode == 0
     assert SECRET.encode() not in everything(svc.settings.repos_dir / "default.git")
+
+
+def test_a_history_with_merges_deletions_and_nested_folders_is_scrubbed_whole(
+        svc: MemoryService, fsck: Callable[[str], None], tmp_path: Path) -> None:
+    """Made with the git program straight in the repository: a merge, a deletion, a file in a subfolder."""
+    repo = svc.settings.repos_dir / "default.git"
+    work = tmp_path / "work"
+    subprocess.run(["git", "clone", "-q", str(repo), str(work)], check=True)
+
+    def run(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=Ann", "-c", "user.email=ann@example.com", *args], cwd=work,
+                       check=True, capture_output=True)
+
+    (work / "notes").mkdir()
+    (work / "notes" / "deep").mkdir()
+    (work / "notes" / "deep" / "a.txt").write_text(f"quote: {SECRET}\n")
+    run("add", "-A")
+    run("commit", "-qm", "side with the text")
+    run("branch", "side")
+    run("reset", "-q", "--hard", "HEAD~1")
+    (work / "other.txt").write_text("nothing to see\n")
+    run("add", "-A")
+    run("commit", "-qm", "main goes on")
+    run("merge", "-q", "--no-ff", "-m", "merge the side", "side")
+    (work / "notes" / "deep" / "a.txt").unlink()
+    run("add", "-A")
+    run("commit", "-qm", "delete it again")
+    (work / "later.txt").write_text(f"{SECRET} once more\n")
+    run("add", "-A")
+    run("commit", "-qm", "and back")
+    run("push", "-q", "origin", "HEAD:main")
+    assert SECRET.encode() in everything(repo)
+    store = namespace_of(svc).store
+    scrub = rewrite.Scrub(store, [SECRET], lambda path, data: False)
+    done = scrub.run()
+    rewrite.expunge(store, scrub.poisoned(), [SECRET])
+    assert SECRET.encode() not in everything(repo) and SECRET.encode() not in unpacked(repo)
+    assert git(repo, "show", "main:later.txt") == "(redacted) once more\n"
+    assert git(repo, "show", "main:other.txt") == "nothing to see\n"
+    assert "notes" not in git(repo, "ls-tree", "main")
+    merge = git(repo, "log", "--merges", "--format=%H %P", "main").split()
+    assert len(merge) == 3 and len(done.commits) >= 4
+    assert git(repo, "show", f"{merge[2]}:notes/deep/a.txt") == "quote: (redacted)\n"
+    fsck("default")

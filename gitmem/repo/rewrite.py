@@ -76,6 +76,7 @@ class Scrub:
         self.drop = drop
         self._blobs: dict[tuple[str, str], str | None] = {}  # (blob id, path) -> its new id, None: dropped
         self._trees: dict[tuple[str, str], str | None] = {}
+        self._trees_of: dict[str, str | None] = {}  # commit id -> its scrubbed root tree (None: empty)
         self.done = Rewritten()
 
     # --- objects ------------------------------------------------------------------------------------
@@ -164,10 +165,76 @@ class Scrub:
         self._trees[key] = result
         return result
 
+    def _commit_tree(self, commit: pygit2.Commit) -> str | None:
+        """The commit's tree after the scrub: its parent's scrubbed tree with only what changed scrubbed.
+
+        Each commit changes a few files of trees that list thousands; walking every tree entry of
+        every commit would cost the square of the history. A commit with one parent is the
+        parent's result plus the diff between the two (git's, in C), which by induction from a
+        root commit walked whole is the same tree. Roots and merges are walked whole.
+        """
+        if len(commit.parents) != 1:
+            return self._tree(commit.tree, "")
+        parent = commit.parents[0]
+        base = self._trees_of.get(str(parent.id))
+        if base is None:
+            base = self._tree(parent.tree, "")
+            self._trees_of[str(parent.id)] = base
+        changes: dict[str, tuple[str | None, int]] = {}
+        same = base == str(parent.tree_id)  # so far: the parent's tree needed no change
+        for delta in parent.tree.diff_to_tree(commit.tree).deltas:
+            if delta.status == pygit2.enums.DeltaStatus.DELETED:
+                changes[delta.old_file.path] = (None, 0)
+                continue
+            mode = int(delta.new_file.mode)
+            if delta.status == pygit2.enums.DeltaStatus.TYPECHANGE or mode not in (
+                    int(FileMode.BLOB), int(FileMode.BLOB_EXECUTABLE)):
+                return self._tree(commit.tree, "")  # a link or a submodule: walked whole, as it is
+            new = self._blob(delta.new_file.id, delta.new_file.path)
+            same = same and new == str(delta.new_file.id)
+            changes[delta.new_file.path] = (new, mode)
+        if same:
+            return str(commit.tree_id)  # nothing of it changes
+        base_tree = None if base is None else self.repo[pygit2.Oid(hex=base)]
+        assert base_tree is None or isinstance(base_tree, pygit2.Tree)
+        result = self._apply(base_tree, changes)
+        if result != str(commit.tree_id):
+            self.done.replaced.add(str(commit.tree_id))
+        return result
+
+    def _apply(self, tree: pygit2.Tree | None, changes: dict[str, tuple[str | None, int]]) -> str | None:
+        """``tree`` with each path set to a blob id (None: removed), nested trees written as needed."""
+        builder = self.repo.TreeBuilder(tree) if tree is not None else self.repo.TreeBuilder()
+        nested: dict[str, dict[str, tuple[str | None, int]]] = {}
+        for path, (oid, mode) in changes.items():
+            head, _, rest = path.partition("/")
+            if rest:
+                nested.setdefault(head, {})[rest] = (oid, mode)
+            elif oid is None:
+                if builder.get(head) is not None:
+                    builder.remove(head)
+            else:
+                builder.insert(head, pygit2.Oid(hex=oid), mode)
+        for name, sub_changes in nested.items():
+            sub = None
+            if tree is not None and name in tree:
+                found = self.repo[tree[name].id]
+                sub = found if isinstance(found, pygit2.Tree) else None
+            oid = self._apply(sub, sub_changes)
+            if oid is None:
+                if builder.get(name) is not None:
+                    builder.remove(name)
+            else:
+                builder.insert(name, pygit2.Oid(hex=oid), FileMode.TREE)
+        if len(builder) == 0:
+            return None
+        return str(_writing(builder.write))
+
     def _commit(self, commit: pygit2.Commit) -> str:
         """The commit's id after the scrub: itself when its tree, message and parents stay."""
         parents = [self.done.commits.get(str(p), str(p)) for p in commit.parent_ids]
-        tree = self._tree(commit.tree, "")
+        tree = self._commit_tree(commit)
+        self._trees_of[str(commit.id)] = tree
         if tree is None:
             tree = str(_writing(self.repo.TreeBuilder().write))
         message = commit.raw_message.decode("utf-8", "surrogateescape")
@@ -228,7 +295,11 @@ class Scrub:
 
 
 def blobs_matching(store: Store, keep: Callable[[str, bytes], bool]) -> list[tuple[str, bytes]]:
-    """``(path, data)`` of every distinct blob in any commit of any ref for which ``keep(path, data)``."""
+    """``(path, data)`` of every distinct blob in any commit of any ref for which ``keep(path, data)``.
+
+    A commit with one parent brings only what git's diff says it changed; roots and merges are
+    walked whole (so every blob of the history is seen once, without reading every tree of it).
+    """
     repo = store.repo
     walker = repo.walk(None, SortMode.TOPOLOGICAL)
     for name in repo.references:
@@ -240,6 +311,14 @@ def blobs_matching(store: Store, keep: Callable[[str, bytes], bool]) -> list[tup
     seen_blobs: set[str] = set()
     found: list[tuple[str, bytes]] = []
 
+    def look(oid: pygit2.Oid, path: str) -> None:
+        if str(oid) in seen_blobs:
+            return
+        seen_blobs.add(str(oid))
+        blob = repo[oid]
+        if isinstance(blob, pygit2.Blob) and keep(path, blob.data):
+            found.append((path, blob.data))
+
     def visit(tree: pygit2.Tree, prefix: str) -> None:
         if (str(tree.id), prefix) in seen_trees:
             return
@@ -250,14 +329,17 @@ def blobs_matching(store: Store, keep: Callable[[str, bytes], bool]) -> list[tup
                 sub = repo[entry.id]
                 assert isinstance(sub, pygit2.Tree)
                 visit(sub, path + "/")
-            elif entry.filemode in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) and str(entry.id) not in seen_blobs:
-                seen_blobs.add(str(entry.id))
-                blob = repo[entry.id]
-                if isinstance(blob, pygit2.Blob) and keep(path, blob.data):
-                    found.append((path, blob.data))
+            elif entry.filemode in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE):
+                look(entry.id, path)
 
     for commit in walker:
-        visit(commit.tree, "")
+        if len(commit.parents) != 1:
+            visit(commit.tree, "")
+            continue
+        for delta in commit.parents[0].tree.diff_to_tree(commit.tree).deltas:
+            if delta.status != pygit2.enums.DeltaStatus.DELETED and int(delta.new_file.mode) in (
+                    int(FileMode.BLOB), int(FileMode.BLOB_EXECUTABLE)):
+                look(delta.new_file.id, delta.new_file.path)
     return found
 
 
