@@ -57,7 +57,7 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
-                                  "bench_mcp", "bench_push", "bench_graph"])
+                                  "bench_mcp", "bench_push", "bench_graph", "bench_purge"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -132,3 +132,11 @@ def test_bench_push_refusals_refuses_a_size_below_one(capsys: pytest.CaptureFixt
     with pytest.raises(SystemExit) as exited:
         script("bench_push_refusals").main(["--mb", "0"])
     assert exited.value.code == 2 and "--mb must be at least 1" in capsys.readouterr().err
+
+
+def test_bench_purge_times_gitmem_and_git_on_the_same_history(data: Path, tmp_path: Path) -> None:
+    bench = script("bench_purge")
+    texts = [json.loads(line)["text"] for line in data.read_text(encoding="utf-8").splitlines()]
+    figures = bench.run(texts, 30, 1, tmp_path)
+    assert figures["commits"] >= 30 and figures["median_ratio_to_floor"] > 0
+    assert all(v > 0 for v in figures["median_seconds"].values())
