@@ -20,6 +20,7 @@ origin/main``: their pushes of the old history, and ``gitmem sync``, say so.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
@@ -132,11 +133,13 @@ class Redactions:
                                   about=memory_id)
             starts = [n[:24].encode() for n in needles]
             scrub.edit = lambda path, data: _edited(scrub.text, starts, path, data)
+            slugs = [slug for slug in {concepts.slugify(n)[:16] for n in needles} if len(slug) >= 8]
+            scrub.rename = lambda path: _renamed(slugs, path)
             done = scrub.run()
             self.reviews.remap(namespace, done.commits, actor)
             at = iso(now())
             record = self._record(ns, memory_id, review, actor, at, sorted(done.commits))
-            removed = history.expunge(ns.store, scrub.poisoned(), needles)
+            removed = history.expunge(ns.store, scrub.poisoned(), needles, slugs)
             ns.index.rebuild(ns.store)
         merged = self._close(namespace, review, actor, record)
         purged = Purged(namespace, memory_id, review.number, record, len(done.commits), sorted(done.refs),
@@ -237,6 +240,25 @@ def _edited(redact: Callable[[str], str], starts: list[bytes], path: str, data: 
     if description != memory.description or memory.description == concepts.description_from(memory.text):
         description = concepts.description_from(text)
     return concepts.render(memory.replace(text=text, title=title, description=description))
+
+
+def _renamed(slugs: list[str], path: str) -> str:
+    """A memory file's path without the text its name was made from (its title's slug), else ``path``.
+
+    ``fact/notes-say-the-payroll-box-s.md`` becomes ``fact/notes-say-redacted-1a2b3c.md``; the
+    digest of the old name keeps two such files apart.
+    """
+    if not is_memory_path(path):
+        return path
+    folder, _, name = path.partition("/")
+    stem = name.removesuffix(".md")
+    for slug in slugs:
+        at = stem.find(slug)
+        if at >= 0:
+            kept = stem[:at].rstrip("-")
+            tag = hashlib.sha256(name.encode()).hexdigest()[:6]
+            return f"{folder}/{kept + '-' if kept else ''}redacted-{tag}.md"
+    return path
 
 
 def _needles(versions: list[concepts.Memory]) -> list[str]:

@@ -71,9 +71,11 @@ def test_an_approved_purge_leaves_the_text_nowhere(svc: MemoryService, populated
     done = svc.reviews.approve("default", review.number, actor="ada", admin=True)
     assert done.status == "merged" and done.decided_by == "ada"
     for found in (everything(repo), unpacked(repo)):
-        assert SECRET.encode() not in found and SECRET[:40].encode() not in found
-        assert b"the spare key" not in found
+        assert SECRET.encode() not in found and SECRET[:30].encode() not in found  # nor a summary's cut
+        assert b"the spare key" not in found and b"payroll" not in found  # nor a file name made from it
     fsck("default")
+    holding = [p for p in svc.settings.home.rglob("*") if p.is_file() and b"payroll" in p.read_bytes()]
+    assert holding == []  # the search index's pages and its WAL hold it no more either
     texts = sorted(m.text for m in svc.list("default"))
     assert texts == ["Deploys happen on Tuesdays", "Onboarding notes say: (redacted)", "Releases are tagged vX.Y.Z"]
     assert svc.recall("default", "payroll staging password") == []  # the index was rebuilt

@@ -206,6 +206,8 @@ class SearchIndex:
         self.sync(store)
         with self._write() as db:
             db.execute("INSERT INTO fts(fts) VALUES('optimize')")
+            db.execute("DELETE FROM vocab")  # a term of the old text; refilled from what is indexed now
+            db.execute("INSERT INTO vocab SELECT term, doc FROM fts_terms")
         try:
             self.db.execute("VACUUM")
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -58,17 +58,20 @@ class Scrub:
     """Take ``needles`` and the blobs ``drop`` names out of every commit of ``store`` (see the module)."""
 
     def __init__(self, store: Store, needles: Iterable[str], drop: Callable[[str, bytes], bool], *,
-                 about: str | None = None, edit: Callable[[str, bytes], bytes | None] | None = None) -> None:
+                 about: str | None = None, edit: Callable[[str, bytes], bytes | None] | None = None,
+                 rename: Callable[[str], str] | None = None) -> None:
         """``drop(path, data)``: whether a blob at ``path`` leaves the history; ``needles``: texts to redact.
 
         ``about``: a memory id; a commit whose ``Memory-Id`` trailer names it keeps only its action
         and trailers as its message (its summary and body quote the memory, a comment on it...).
         ``edit(path, data)``: a blob's redacted content when the caller knows its format better
         (a memory file's YAML escapes its title), else None for a plain replacement.
+        ``rename(path)``: a file's new path, when its name holds the text (only the last part may change).
         """
         self.store = store
         self.about = about
         self.edit = edit
+        self.rename = rename
         self.repo = store.repo
         # Longest first, so a title inside its own text is not half redacted before the text is.
         forms = {form for n in needles if n.strip() for form in _forms(n)}
@@ -98,6 +101,10 @@ class Scrub:
             if start >= 0 and needle.startswith(line[start:-1]):
                 return line[:start] + REDACTED
         return line
+
+    def _renamed(self, path: str) -> str:
+        """A file's path after the scrub: a name made from the text (a memory's slug) is renamed."""
+        return path if self.rename is None else self.rename(path)
 
     def _about(self, message: str) -> str:
         """A message of a commit about the memory cut to its action and its trailers."""
@@ -147,14 +154,14 @@ class Scrub:
                 new = self._blob(entry.id, path)
             else:
                 new = str(entry.id)  # a link or a submodule: no text of ours
-            if new == str(entry.id):
+            renamed = self._renamed(path).rpartition("/")[2]
+            if new == str(entry.id) and renamed == name:
                 continue
             if builder is None:
                 builder = self.repo.TreeBuilder(tree)
-            if new is None:
-                builder.remove(name)
-            else:
-                builder.insert(name, pygit2.Oid(hex=new), entry.filemode)
+            builder.remove(name)
+            if new is not None:
+                builder.insert(renamed, pygit2.Oid(hex=new), entry.filemode)
         if builder is None:
             result: str | None = str(tree.id)
         elif len(builder) == 0:
@@ -184,15 +191,16 @@ class Scrub:
         same = base == str(parent.tree_id)  # so far: the parent's tree needed no change
         for delta in parent.tree.diff_to_tree(commit.tree).deltas:
             if delta.status == pygit2.enums.DeltaStatus.DELETED:
-                changes[delta.old_file.path] = (None, 0)
+                changes[self._renamed(delta.old_file.path)] = (None, 0)
                 continue
             mode = int(delta.new_file.mode)
             if delta.status == pygit2.enums.DeltaStatus.TYPECHANGE or mode not in (
                     int(FileMode.BLOB), int(FileMode.BLOB_EXECUTABLE)):
                 return self._tree(commit.tree, "")  # a link or a submodule: walked whole, as it is
             new = self._blob(delta.new_file.id, delta.new_file.path)
-            same = same and new == str(delta.new_file.id)
-            changes[delta.new_file.path] = (new, mode)
+            path = self._renamed(delta.new_file.path)
+            same = same and new == str(delta.new_file.id) and path == delta.new_file.path
+            changes[path] = (new, mode)
         if same:
             return str(commit.tree_id)  # nothing of it changes
         base_tree = None if base is None else self.repo[pygit2.Oid(hex=base)]
@@ -375,12 +383,12 @@ def _forms(needle: str) -> set[str]:
     return {f for f in forms if f}
 
 
-def expunge(store: Store, poisoned: set[str], needles: Iterable[str]) -> int:
+def expunge(store: Store, poisoned: set[str], needles: Iterable[str], names: Iterable[str] = ()) -> int:
     """Delete what a scrub left behind that holds the text: reflogs, unreachable objects, old packs.
 
     Returns how many loose objects were deleted. Safe beside writers: every object a ref reaches
-    is packed first, and a loose object is deleted only when it is one of ``poisoned`` or holds
-    a needle.
+    is packed first, and a loose object is deleted only when it is one of ``poisoned``, holds a
+    needle, or (a tree) lists a file whose name holds one of ``names``.
     """
     repo = Path(store.path)
     git = git_program("to purge a history")
@@ -389,7 +397,7 @@ def expunge(store: Store, poisoned: set[str], needles: Iterable[str]) -> int:
         _git(git, repo, "pack-refs", "--all")
     # -a without -A: objects no ref reaches are dropped with the old packs, not loosened.
     _git(git, repo, "repack", "-a", "-d", "-q")
-    forms = [f.encode() for n in needles if n.strip() for f in _forms(n)]
+    forms = [f.encode() for n in needles if n.strip() for f in _forms(n)] + [n.encode() for n in names if n]
     removed = 0
     objects = repo / "objects"
     for folder in objects.iterdir():

@@ -168,6 +168,18 @@ def test_files_too_large_are_refused_from_their_size(live_server: str, keys: Key
     fsck(svc)
 
 
+def test_a_memory_file_over_its_limit_is_refused_though_the_readme_may_be_larger(
+        live_server: str, keys: Keys, svc: MemoryService, tmp_path: Path) -> None:
+    work = clone(live_server, keys.admin, tmp_path / "w")
+    padded = "---\ntype: fact\ndescription: " + "x" * 40_000 + "\n---\n\nA fact\n"  # 40 KB: the README may
+    commit(work, {"fact/padded.md": padded})
+    before = state(svc)
+    pushed = push(keys.admin, work, "HEAD:refs/for/main")
+    assert pushed.returncode != 0
+    assert f"fact/padded.md: {len(padded)} bytes; a memory file may have 32384" in pushed.stderr, pushed.stderr
+    assert state(svc) == before
+
+
 def test_a_gzip_push_whose_body_is_not_gzip_is_a_400(live_server: str, keys: Keys, svc: MemoryService) -> None:
     before = state(svc)
     headers = {"Authorization": f"Bearer {keys.writer}", "Content-Encoding": "gzip",
