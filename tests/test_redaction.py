@@ -54,6 +54,9 @@ def populated(svc: MemoryService) -> dict[str, str]:
     assert quoted is not None
     ids["quoted"] = quoted.id
     ids["after"] = svc.remember("default", "Releases are tagged vX.Y.Z", type="convention").memory.id  # type: ignore[union-attr]
+    assert svc.recall("default", "payroll staging password")
+    # Past 800 memories a search reads the index's term table; fill it now, so it holds the words.
+    namespace_of(svc).index._doc_freqs(["payroll"], 10_000)
     # An open review of another memory: it must follow the new history.
     ids["open"] = str(svc.feedback("default", ids["after"], "amend", actor="carl",
                                    text="Releases are tagged vX.Y.Z and signed", role="writer").review)
