@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from . import secretscan
+from . import safeparse, secretscan
 from .errors import InvalidInput, MalformedConcept
 
 TYPES = (
@@ -58,8 +58,7 @@ MAX_LIST_ITEMS = 50
 _YAML_BREAKS = re.compile("[\r\x85\u2028\u2029]")
 
 # libyaml is ~10x faster than pure-Python PyYAML; the output is identical except for escapes,
-# where render() falls back to the pure-Python dumper.
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# where render() falls back to the pure-Python dumper. Reading goes through safeparse.
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -337,6 +336,8 @@ def read_note(text: str) -> tuple[str, dict[str, Any]]:
         meta, body = _frontmatter(text, strict=True)
     except yaml.YAMLError as exc:
         raise InvalidInput(f"the note's frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    except safeparse.Unsafe as exc:
+        raise InvalidInput(f"the note's frontmatter: {exc}") from exc
     if meta is None:
         return text, {}
     found: dict[str, Any] = {}
@@ -367,8 +368,8 @@ def _frontmatter(text: str, *, strict: bool = False) -> tuple[dict[str, Any] | N
     if not match:
         return None, text
     try:
-        meta = yaml.load(match.group(1), Loader=_Loader)
-    except yaml.YAMLError:
+        meta = safeparse.load_yaml(match.group(1))
+    except (yaml.YAMLError, safeparse.Unsafe):
         if strict:
             raise
         return None, text
@@ -474,9 +475,11 @@ def _file_fields(data: bytes, path: str) -> tuple[dict[Any, Any], str]:
     if not match:
         raise MalformedConcept(path, "no YAML frontmatter between '---' lines at the top")
     try:
-        meta = yaml.load(match.group(1), Loader=_Loader)
+        meta = safeparse.load_yaml(match.group(1))
     except yaml.YAMLError as exc:
         raise MalformedConcept(path, f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    except safeparse.Unsafe as exc:
+        raise MalformedConcept(path, f"frontmatter refused: {exc}") from exc
     if not isinstance(meta, dict):
         raise MalformedConcept(path, "frontmatter must be a mapping of fields")
     return meta, match.group(2).strip()
@@ -503,6 +506,9 @@ def _strings(meta: dict[str, Any], key: str) -> tuple[str, ...]:
         return (value,)
     if not isinstance(value, list):
         raise ValueError(f"'{key}' must be a list")
+    if any(isinstance(v, list | dict) for v in value):
+        # Text of a nested value is not a tag or a path, and turning one into text can be costly.
+        raise ValueError(f"'{key}' must be a list of strings, not of lists or mappings")
     return tuple(str(v) for v in value if v is not None)
 
 
@@ -739,6 +745,20 @@ def parse_pushed(data: bytes, path: str, *, default_id: str | None = None) -> tu
         return _from_meta(meta, body, path), bool(missing)
     except (TypeError, ValueError) as exc:
         raise MalformedConcept(path, str(exc)) from exc
+
+
+def stated_id(data: bytes, path: str) -> str | None:
+    """The id a memory file's frontmatter gives, read as :func:`parse` reads it; None without one.
+
+    Every YAML form counts (``'id': …``, ``id: >-``, a flow mapping, ``1_234_567_890``, a line
+    after 4 KB): a check of duplicate ids must see the id recall will see. A file that does not
+    parse gives None (it is refused, or reported, for that).
+    """
+    try:
+        meta, _ = _file_fields(data, path)
+    except MalformedConcept:
+        return None
+    return str(meta.get("id") or "") or None
 
 
 def complete(data: bytes, path: str, *, author: str | None = None) -> bytes | None:

@@ -44,7 +44,7 @@ from typing import Any
 
 import yaml
 
-from . import concepts
+from . import concepts, safeparse
 from .concepts import TYPES, Option, new_id, parse_time
 from .errors import InvalidInput
 from .memories import Candidate, Memories, Outcome, count_outcomes
@@ -317,7 +317,7 @@ def _frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
     if not match:
         return None, text
     try:
-        meta = yaml.safe_load(match.group(1))
+        meta = safeparse.load_yaml(match.group(1))  # Unsafe (an InvalidInput) for aliases, deep nesting
     except yaml.YAMLError as exc:
         raise InvalidInput("its frontmatter is not valid YAML: " + " ".join(str(exc).split())) from None
     if meta is None:
@@ -386,12 +386,12 @@ def _okf(files: Mapping[str, str], problems: list[Problem]) -> list[Item]:
     weights: dict[str, Any] = {}
     if ".meta/weights.json" in files:
         try:
-            meta = json.loads(files[".meta/weights.json"])
+            meta = safeparse.load_json(files[".meta/weights.json"])
             entries = meta.get("entries") if isinstance(meta, dict) else None
             if not isinstance(entries, dict):
                 raise ValueError("no 'entries' object")
             weights = entries
-        except (json.JSONDecodeError, ValueError) as exc:
+        except ValueError as exc:  # JSONDecodeError and safeparse.Unsafe are ValueErrors
             problems.append(Problem(".meta/weights.json", f"not pi-okf-memory's weights ({exc}); weights left out"))
     items: list[Item] = []
     for name, text in sorted(files.items()):

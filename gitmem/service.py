@@ -35,6 +35,7 @@ from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
 from .pushes import Pushes
 from .recall import Comment, Hit, Recall
+from .redaction import Purged, Redactions
 from .repo import (
     ALL_NAMESPACES,
     ROLES,
@@ -51,6 +52,7 @@ from .repo import (
     file_heads,
     files_in_play,
     refusal,
+    rewrite,
     role_rank,
     syncing,
     workers,
@@ -123,6 +125,10 @@ class MemoryService(Deferred):
             self._namespaces.on_change = self._changed
         self._pushes = Pushes(self._namespaces, self.reviews, settings, self._semantics,
                               on_main=self._added if trigger else None)
+        # Registers itself as the decider of purge reviews: their approval rewrites the history.
+        self._redactions = Redactions(self._namespaces, self.reviews, settings,
+                                      mirrors=lambda namespace: self._mirrors(namespace).push())
+        self.purge_history = self._redactions.request
         self._keys: KeyStore | None = None
         self._watches = WatchList(settings.home)
 
@@ -261,6 +267,14 @@ class MemoryService(Deferred):
                      base_url: str | None = None) -> bytes:
         """Take a ``git push`` request; the answer for the client (see :mod:`gitmem.pushes`)."""
         return self._pushes.receive(namespace, body, actor=actor, role=role, base_url=base_url)
+
+    def rewritten(self, namespace: str) -> dict[str, str]:
+        """Commit id -> what to tell a clone that has it, for every commit a purge of ``namespace`` rewrote."""
+        return rewrite.rewritten_commits(self._namespaces.open(namespace).store)
+
+    def last_purge(self) -> Purged | None:
+        """What the last purge approved in this process did (commits rewritten, time, mirrors), if any."""
+        return self._redactions.last
 
     def status(self, namespace: str) -> dict[str, Any]:
         """Counts by state, type and potency tier, head, malformed files, and each mirror's status."""

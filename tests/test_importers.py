@@ -287,3 +287,27 @@ def test_an_item_edited_in_the_source_is_imported_again_and_the_rest_skipped(svc
     assert [(i.label, i.outcome) for i in edited.items] == [("memories.json#a", "skipped"),
                                                             ("memories.json#b", "added")]
     assert "Deploys happen on Thursdays" in {m.text for m in svc.list("default")}
+def test_alias_bombs_and_deep_nesting_in_a_source_are_refused_item_by_item(
+        served: tuple[str, MemoryService], settings: Settings) -> None:
+    """Issue 23, items 1 and 12: each such file is one refused item; the rest is imported, no 500."""
+    from .test_safeparse import bomb
+
+    url, svc = served
+    admin = {"Authorization": f"Bearer {KeyStore(settings.home).create('default', 'admin', name='ada')[0]}"}
+    files = {
+        "fact/good.md": "---\ntype: fact\ntitle: Good\n---\n\nThe build runs on Fridays\n",
+        "fact/bomb.md": f"---\ntype: fact\n{bomb(9)}---\n\nExpanded it would be huge\n",
+        "fact/deep.md": "---\ntype: fact\ntags: " + "[" * 3000 + "]" * 3000 + "\n---\n\nDeep\n",
+        "fact/deep900.md": "---\ntype: fact\ntags: " + "[" * 900 + "]" * 900 + "\n---\n\nDeep\n",
+        ".meta/weights.json": "{\"entries\": " + "[" * 3000 + "]" * 3000 + "}",
+    }
+    for fmt in ("okf", "basic-memory"):
+        response = httpx.post(f"{url}/api/v1/namespaces/default/import", headers=admin,
+                              json={"format": fmt, "files": files, "dry_run": True})
+        assert response.status_code == 200, response.text
+        items = {item["label"]: item for item in response.json()["items"]}
+        assert items["fact/good.md"]["outcome"] == "added"
+        assert "no anchors or aliases" in items["fact/bomb.md"]["reason"]
+        assert items["fact/deep.md"]["outcome"] == items["fact/deep900.md"]["outcome"] == "refused"
+        if fmt == "okf":
+            assert "more than 20 deep" in items[".meta/weights.json"]["reason"]

@@ -15,7 +15,8 @@ import pytest
 from gitmem import notify
 from gitmem.errors import Conflict, InvalidInput, ReviewNotFound, StaleReview
 from gitmem.repo import MAIN
-from gitmem.reviews import _number, summarise
+from gitmem.reviews import review_number as _number
+from gitmem.reviews import summarise
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from tests.conftest import namespace_of

@@ -23,8 +23,9 @@ from ..concepts import Memory
 from ..errors import GitmemError, InvalidInput, MalformedConcept, MemoryNotFound, NamespaceNotFound
 from ..settings import Settings
 from .buffers import Buffers
-from .index import SearchIndex, UsageLog, is_memory_path
+from .index import SearchIndex, is_memory_path
 from .store import Change, Guard, Store
+from .usage import UsageLog
 
 if TYPE_CHECKING:
     from .redisbuffers import RedisBuffers

@@ -170,6 +170,17 @@ def forget(ns: str, memory_id: str) -> Response:
     return jsonify(service().forget(ns, memory_id, purge=purge, reason=reason, actor=who.name).to_dict())
 
 
+@bp.post("/namespaces/<ns>/memories/<memory_id>/purge-history")
+def purge_history(ns: str, memory_id: str) -> tuple[Response, int]:
+    """Ask to purge a memory from every commit (admin, with a reason): opens a review an admin approves."""
+    who = require(ns, "admin")
+    data = inputs.body()
+    inputs.known(data, "reason")
+    reason = inputs.string(data, "reason", required=True) or ""
+    review = service().purge_history(ns, memory_id, actor=who.name, reason=reason)
+    return jsonify(review.to_dict()), 201
+
+
 @bp.post("/namespaces/<ns>/memories/<memory_id>/choose")
 def choose(ns: str, memory_id: str) -> Response:
     """Make an option the techchoice's active one, for a reason (writer): an append-only change."""
@@ -388,7 +399,8 @@ def approve(ns: str, number: str) -> Response:
     if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 1):
         raise InvalidInput("expected must be a whole number of commits, 1 or more")
     service().require(ns)
-    review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"), expected=expected)
+    review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"), expected=expected,
+                               admin=who.allows(ns, "admin"))
     return jsonify(review.to_dict())
 
 

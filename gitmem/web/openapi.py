@@ -192,6 +192,11 @@ def document() -> dict[str, Any]:
             "post": _op("Make an option the techchoice's active one, for a reason (append-only; a new "
                         "option needs pros and cons)", "writer",
                         _json(_ref("WriteResult"), "Chosen"), params=[NS, MEMORY_ID], body=choose_body)},
+        "/namespaces/{ns}/memories/{memory_id}/purge-history": {
+            "post": _op("Ask to purge a memory from every commit: opens a review of kind purge, which only an "
+                        "admin's approval carries out (it rewrites the namespace's history)", "admin",
+                        _json(_ref("Review"), "The purge review, open"), params=[NS, MEMORY_ID],
+                        body=_obj({"reason": STR}, ("reason",)), status="201")},
         "/namespaces/{ns}/import": {
             "post": _op("Import another store's memories (okf, pi-memory-spaced, basic-memory, mem0), given as "
                         "files, through the write gate in one commit", "admin",

@@ -394,6 +394,7 @@ def review(ns: str, number: str) -> str:
     commits = reviews().diff(ns, n)
     return render_template("review.html", ns=ns, review=reviews().get(ns, n), commits=commits,
                            summary=summarise(commits), can_review=who.allows(ns, "reviewer"),
+                           can_purge=who.allows(ns, "admin"),
                            can_write=who.allows(ns, "writer"), split=request.args.get("view") == "split")
 
 
@@ -417,7 +418,7 @@ def review_action(ns: str, number: str) -> BaseResponse:
         if not expected.isascii() or not expected.isdigit():
             abort(400, "the form must say how many commits it showed (expected)")
         def approve_all() -> None:
-            done = reviews().approve(ns, n, actor=who.name, expected=int(expected))
+            done = reviews().approve(ns, n, actor=who.name, expected=int(expected), admin=who.allows(ns, "admin"))
             states = list(done.commit_states.values())
             stale = states.count("stale")
             flash(f"Merged {states.count('merged')} of {max(done.commit_count, len(states))} commits."
