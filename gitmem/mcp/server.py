@@ -294,7 +294,7 @@ def build_server(service: MemoryService, access: Access) -> GitmemMCP:
                      "maintainers, reviewers and admins, otherwise opened as a review."))],
                  text: Annotated[str | None, Field(description=(
                      "The new text for amend (required), the comment for discuss (required), the reason "
-                     "for reject."))] = None,
+                     "for reject (required)."))] = None,
                  namespace: Namespace = None) -> dict[str, Any]:
         """Tell the team's memory how a memory held up: confirm, reject, discuss or amend it.
 
