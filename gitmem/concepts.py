@@ -23,6 +23,7 @@ import yaml
 
 from . import secretscan
 from .errors import InvalidInput, MalformedConcept
+from .wording import article, inflected
 
 TYPES = (
     "fact",
@@ -587,7 +588,8 @@ def clean_option(value: Any) -> Option:
         raise InvalidInput("each option must be an object with a name, pros and cons")
     unknown = sorted(set(value) - {"name", "pros", "cons"})
     if unknown:
-        raise InvalidInput(f"unknown option field(s): {', '.join(map(str, unknown))}; an option has name, pros, cons")
+        raise InvalidInput(f"unknown option {inflected(len(unknown), 'field')}: {', '.join(map(str, unknown))}; "
+                           "an option has name, pros, cons")
     name = _option_name(value.get("name"))
     for key in ("pros", "cons"):
         if value.get(key) is not None and not isinstance(value[key], list | tuple | str):
@@ -639,7 +641,7 @@ def with_choice(memory: Memory, option: Any, *, reason: Any, by: str | None, at:
     appended to ``choices``.
     """
     if memory.type != "techchoice" or not memory.options:
-        raise InvalidInput(f"memory {memory.id} is a {memory.type} without options; only a techchoice "
+        raise InvalidInput(f"memory {memory.id} is {article(memory.type)} without options; only a techchoice "
                            "with options can have another option chosen")
     name = _option_name(option, "option")
     why = clean_text(reason, limit=1000, what="reason") if isinstance(reason, str) and reason.strip() else None

@@ -38,6 +38,7 @@ from .reviews import Review, Reviews
 from .semantic import Neighbours, Semantics
 from .settings import Settings
 from .similarity import dice, similarity
+from .wording import plural
 
 NEVER_USED_KEEP_DAYS = 7
 NEVER_USED_ARCHIVE_DAYS = 30
@@ -346,7 +347,8 @@ def _merge_change(cluster: Cluster, decision: MergeDecision, plan_: Plan, paths:
     if covering:
         anchor = covering[0]
         link_apart(anchor.id)
-        change = Change(files, f"consolidate: {len(replaced)} covered by the user's \"{anchor.title}\"",
+        summary = f"consolidate: {plural(len(replaced), 'memory')} covered by the user's \"{anchor.title}\""
+        change = Change(files, summary,
                         "consolidate", tuple(m.id for m in replaced) + (anchor.id,) + tuple(m.id for m in apart),
                         "consolidation", ACTOR, body=_body(decision.reason, cluster.members, anchor.text))
         return Decision("cover", ids, decision.reason, change, texts, anchor.text,
@@ -393,7 +395,7 @@ def _link_change(cluster: Cluster, decision: MergeDecision, at: datetime) -> Dec
             files[m.path] = concepts.render(m.replace(related=m.related + tuple(others), updated=at))
     if not files:
         return Decision("veto", ids, decision.reason + " (already linked)", before=texts)
-    change = Change(files, f"consolidate: link {len(ids)} statements of one rule", "consolidate", ids,
+    change = Change(files, f"consolidate: link {plural(len(ids), 'statement')} of one rule", "consolidate", ids,
                     "consolidation", ACTOR, body=_body(decision.reason, cluster.members, None))
     return Decision("link", ids, decision.reason, change, texts)
 
@@ -503,7 +505,7 @@ def summarise(decisions: Sequence[Decision], review: int | None) -> str:
     merged = [d for d in decisions if d.kind in ("merge", "cover", "update", "delete")]
     parts = []
     if merged:
-        parts.append(f"consolidated {sum(d.members for d in merged)} memories into "
+        parts.append(f"consolidated {plural(sum(d.members for d in merged), 'memory')} into "
                      f"{sum(d.results for d in merged)}")
     for kind, word in (("link", "linked"), ("archive", "archived"), ("promote", "promoted"),
                        ("discard", "discarded")):
@@ -726,8 +728,8 @@ def _dry_summary(plan_: Plan) -> str:
     merges = [c for c in plan_.clusters if not c.pair]
     pairs = [c for c in plan_.clusters if c.pair]
     counts = Counter(a.action for a in plan_.lifecycle)
-    return (f"dry run: {len(merges)} clusters of {sum(len(c.members) for c in merges)} memories, "
-            f"{len(pairs)} near-duplicate pairs, {counts['archive']} to archive, {counts['promote']} to "
+    return (f"dry run: {plural(len(merges), 'cluster')} of {plural(sum(len(c.members) for c in merges), 'memory')}, "
+            f"{plural(len(pairs), 'near-duplicate pair')}, {counts['archive']} to archive, {counts['promote']} to "
             f"promote, {counts['discard']} to discard, {counts['judge']} for the model to judge; "
             "nothing written")
 

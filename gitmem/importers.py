@@ -49,6 +49,7 @@ from .concepts import TYPES, Option, new_id, parse_time
 from .errors import InvalidInput
 from .memories import Candidate, Memories, Outcome, count_outcomes
 from .repo import Namespaces
+from .wording import plural
 
 FORMATS = ("okf", "pi-memory-spaced", "basic-memory", "mem0")
 MAX_FILES = 20_000
@@ -145,7 +146,7 @@ class Importer:
         fresh = [n for n, digest in enumerate(digests) if digest not in seen]
         # Ids known before the write, so links can name the memories their targets become.
         given = {n: replace(items[n].candidate, id=new_id()) for n in fresh}
-        message = f"import: {len(fresh)} {fmt} item{'s' if len(fresh) != 1 else ''}" + (
+        message = f"import: {plural(len(fresh), fmt + ' item')}" + (
             f" from {origin}" if origin else "")
         first = self.memories.remember_many(namespace, list(given.values()), message=message, actor=actor,
                                             dry_run=True) if given else None

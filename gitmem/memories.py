@@ -19,6 +19,7 @@ from .repo import Change, Commit, Guard, Namespace, Namespaces, match_tokens
 from .semantic import Semantics
 from .settings import Settings
 from .similarity import dice, normalise
+from .wording import article, plural
 
 log = logging.getLogger(__name__)
 AUTO_SOURCES = ("agent", "import", "consolidation")
@@ -411,7 +412,7 @@ class Memories:
         """Check a new memory's options: (options, active, reason); options only for a techchoice."""
         if memory_type != "techchoice":
             if options or active:
-                raise InvalidInput(f"options and an active option belong to a techchoice, not a {memory_type}; "
+                raise InvalidInput(f"options and an active option belong to a techchoice, not {article(memory_type)}; "
                                    "give --type techchoice")
             return (), None, ""
         found, chosen = concepts.clean_options(list(options or ()), active)
@@ -654,7 +655,7 @@ class Memories:
                 if not files:
                     return None
                 uses = sum(pending[i][0] for i in ids)
-                return Change(files, f"usage: fold {uses} uses of {len(ids)} memories", "usage",
+                return Change(files, f"usage: fold {plural(uses, 'use')} of {plural(len(ids), 'memory')}", "usage",
                               tuple(ids), None, actor)
 
             commit = ns.commit(plan, guard)

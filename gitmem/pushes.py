@@ -29,6 +29,7 @@ from .repo import receive as wire
 from .reviews import Review, Reviews, completed
 from .semantic import Semantics
 from .settings import Settings
+from .wording import article, plural
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ class Pushes:
                     "(its page, or `gitmem review reject`)")
         if ref == MAIN:
             if role not in ("reviewer", "admin"):
-                return f"a {role} may not push to main; {HOW_TO_PUSH}"
+                return f"{article(role)} may not push to main; {HOW_TO_PUSH}"
             return None
         if ref == FOR_MAIN or ref.startswith(FOR_MAIN + "%"):
             return None
@@ -322,7 +323,7 @@ class Pushes:
         count = len(store.between(current, command.new))
         outcome.results.append((command.ref, None))
         outcome.main = str(tip.id)
-        outcome.messages.append(f"main is at {str(tip.id)[:10]}: {count} commit(s) from {actor}")
+        outcome.messages.append(f"main is at {str(tip.id)[:10]}: {plural(count, 'commit')} from {actor}")
         if str(tip.id) != command.new:
             outcome.messages.append("gitmem completed the memory files that lacked its fields (id, created, "
                                     "potency...) in one more commit: git pull to get it")
@@ -337,7 +338,7 @@ class Pushes:
             log.exception("vectors of %s did not catch up after a push; `gitmem vectors` fills them", ns.name)
         notify.publish(self.settings, {"event": "push.merged", "namespace": ns.name, "actor": actor,
                                        "before": before, "after": after, "commits": count,
-                                       "summary": f"{actor} pushed {count} commit(s) to main"})
+                                       "summary": f"{actor} pushed {plural(count, 'commit')} to main"})
         if self.on_main is not None:
             try:
                 self.on_main(ns.name)
@@ -372,7 +373,7 @@ class Pushes:
                 branch = store.write_branch(store.commit(command.new), [],
                                             f"{REVIEW_PREFIX}push-{_slug(actor)}-{stamp}", f"push by {actor}")
             first = store.info(commits[0]).summary or "pushed change"
-            title = first if len(commits) == 1 else f"{len(commits)} commits: {first}"
+            title = first if len(commits) == 1 else f"{plural(len(commits), 'commit')}: {first}"
             description = "\n".join(f"- {store.info(c).summary}" for c in commits)
             review = self.reviews.open(ns.name, branch=branch, base=base, title=title[:200], author=actor,
                                        kind="push", description=f"Pushed over git by {actor}:\n\n{description}")
@@ -381,7 +382,7 @@ class Pushes:
         outcome.reviews.append(review.number)
         where = f"{base_url.rstrip('/')}/ns/{ns.name}/reviews/{review.number}" if base_url else \
             f"`gitmem review show {review.number} --namespace {ns.name}`"
-        outcome.messages.append(f"review #{review.number} {verb} with {len(commits)} commit(s): {where}")
+        outcome.messages.append(f"review #{review.number} {verb} with {plural(len(commits), 'commit')}: {where}")
         outcome.messages.append("nothing reaches main until a reviewer approves it")
 
     def _update_review(self, ns: Namespace, command: wire.RefUpdate, actor: str, base: str) -> Review:
@@ -401,7 +402,7 @@ def _secret(data: bytes) -> str | None:
     found = secretscan.find(data.decode("utf-8", "replace"))
     if not found:
         return None
-    return (f"line {found[0].line} carries what looks like a {found[0].kind}; remove it (git history keeps it "
+    return (f"line {found[0].line} carries what looks like {article(found[0].kind)}; remove it (git history keeps it "
             "forever, so rotate it too) and push again")
 
 

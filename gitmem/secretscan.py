@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SecretFound
+from .wording import article
 
 __all__ = ["Finding", "find", "mask", "refuse"]
 
@@ -116,7 +117,7 @@ def refuse(text: str, *, what: str = "text") -> None:
         first = found[0]
         where = f" on line {first.line}" if "\n" in text else ""
         raise SecretFound(
-            f"{what} carries what looks like a {first.kind}{where}; gitmem refuses it, because git history "
+            f"{what} carries what looks like {article(first.kind)}{where}; gitmem refuses it, because git history "
             "keeps it forever: remove the secret (say where it lives instead, e.g. 'the key is in the "
             "DEPLOY_KEY variable') and try again",
             kinds=tuple(dict.fromkeys(f.kind for f in found)))

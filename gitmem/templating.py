@@ -13,6 +13,7 @@ from typing import Any
 import jinja2
 
 from .concepts import iso, options_table
+from .wording import article, plural
 
 
 def templates_dir() -> Path:
@@ -36,6 +37,8 @@ def environment() -> jinja2.Environment:
     )
     env.filters["iso"] = iso
     env.filters["oneline"] = lambda s: " ".join(str(s).split())
+    env.filters["plural"] = plural
+    env.filters["article"] = article
     # A techchoice's options as a Markdown table, each line indented (for a list item) by the argument.
     env.filters["options_table"] = lambda m, indent=0: "\n".join(
         (" " * indent + line) if line else "" for line in options_table(m).splitlines())

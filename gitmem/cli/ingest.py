@@ -10,6 +10,7 @@ import click
 from .. import transcripts
 from ..errors import InvalidInput
 from ..service import Accepted, Ingested
+from ..wording import plural
 from .base import emit, json_option, main, namespace_option, ns_name, service
 
 
@@ -101,7 +102,7 @@ def _report(done: Ingested, namespace: str, fmt: str | None = None, skipped: int
         else:
             click.echo(f"buffer {d.buffer[:12]}: {d.outcome}")
     if done.queued:
-        click.echo(f"{len(done.queued)} buffers queued for the workers")
+        click.echo(f"{plural(len(done.queued), 'buffer')} queued for the workers")
     if a is not None and a.active_tokens and not done.distilled and not done.queued:
         click.echo(f"{a.active_tokens} tokens wait in the buffer (`gitmem ingest --flush` distils them now)")
     if any(d.commit for d in done.distilled):

@@ -11,6 +11,7 @@ from .. import concepts
 from ..concepts import Memory
 from ..errors import InvalidInput, MemoryNotFound, NamespaceNotFound
 from ..service import FEEDBACK_ACTIONS, CommitInfo, WriteResult
+from ..wording import plural
 from .base import actor_of, emit, json_option, main, namespace_option, ns_name, read_text_arg, service
 
 # Types and sources are checked by the service, so a bad one gets the same one-line error as
@@ -284,7 +285,7 @@ def status(namespace: str | None, as_json: bool) -> None:
     data = service().status(ns_name(namespace))
 
     def human() -> None:
-        click.echo(f"namespace {data['namespace']} at {data['head'][:10]}: {data['total']} memories")
+        click.echo(f"namespace {data['namespace']} at {data['head'][:10]}: {plural(data['total'], 'memory')}")
         click.echo("  " + "  ".join(f"{k} {v}" for k, v in data["by_state"].items()))
         click.echo("  tiers: " + "  ".join(f"{k} {v}" for k, v in data["by_tier"].items()))
         click.echo("  " + "  ".join(f"{k} {v}" for k, v in data["by_type"].items() if v))

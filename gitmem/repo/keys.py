@@ -26,6 +26,7 @@ from typing import Any
 
 from ..concepts import iso, now
 from ..errors import InvalidInput, NotFound, PermissionDenied
+from ..wording import article
 from .namespace import check_namespace
 from .records import SharedRecords
 
@@ -46,7 +47,7 @@ def role_rank(role: str) -> int:
 def refusal(name: str, role: str, namespace: str, needed: str) -> PermissionDenied:
     """The error every front end gives a caller ``name`` whose ``role`` is below ``needed`` on ``namespace``."""
     return PermissionDenied(
-        f"{name} ({role}) may not do this in namespace {namespace!r}: it needs a {needed} key for that namespace"
+        f"{name} ({role}) may not do this in namespace {namespace!r}: it needs {article(needed)} key for that namespace"
     )
 
 

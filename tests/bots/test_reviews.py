@@ -58,7 +58,7 @@ def test_consolidate_shows_the_plan_and_changes_nothing(slack: Slack, svc: Memor
     head = slack.commits()[0].id
     slack.command("consolidate")
     plan = slack.last("respond")
-    assert "1 clusters of 3 memories" in plan.text
+    assert "1 cluster of 3 memories" in plan.text
     for text in RELATED:
         assert text in plan.text
     assert "gitmem_consolidate_run" in json.dumps(plan.blocks)
@@ -225,7 +225,7 @@ def test_a_push_to_main_is_said_in_the_review_channel(fake_slack: FakeSlack, set
                         "before": "a" * 40, "after": "b" * 40, "summary": "rita pushed 2 commit(s) to main"})
     (posted,) = fake_slack.of("chat.postMessage")
     assert posted.args["channel"] == REVIEW_CHANNEL
-    assert posted.text == "rita &lt;b&gt; pushed 2 commit(s) to main in default (now bbbbbbbbbb)"
+    assert posted.text == "rita &lt;b&gt; pushed 2 commits to main in default (now bbbbbbbbbb)"
 
 
 def test_the_notifier_logs_slack_failures_instead_of_raising(

@@ -79,7 +79,7 @@ def test_push_to_refs_for_main_opens_a_review_that_approving_merges(
            "Indent with spaces")
     pushed = push(keys.writer, work, "HEAD:refs/for/main")
     assert pushed.returncode == 0, pushed.stderr
-    assert "remote: review #1 opened with 1 commit(s): http://127.0.0.1" in pushed.stderr
+    assert "remote: review #1 opened with 1 commit: http://127.0.0.1" in pushed.stderr
     assert f"{live_server}/ns/default/reviews/1" in pushed.stderr
     assert svc.head("default") == before  # nothing reached main
     review = svc.reviews.get("default", 1)
@@ -258,7 +258,7 @@ def test_only_its_author_updates_a_review_branch(live_server: str, keys: Keys, s
     assert push(keys.writer, work, "HEAD:refs/heads/review/db").returncode == 0
     commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 17")}, "Version 17")
     updated = push(keys.writer, work, "HEAD:refs/heads/review/db")
-    assert updated.returncode == 0 and "review #1 updated with 2 commit(s)" in updated.stderr, updated.stderr
+    assert updated.returncode == 0 and "review #1 updated with 2 commits" in updated.stderr, updated.stderr
     assert svc.reviews.get("default", 1).commit_count == 2
 
     other = clone(live_server, keys.admin, tmp_path / "o")  # an admin may; another writer may not

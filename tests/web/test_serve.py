@@ -235,7 +235,7 @@ def test_a_push_to_a_served_namespace_opens_a_review_and_reaches_its_mirror(
     pushed = subprocess.run(["git", *auth, "push", "origin", "HEAD:refs/for/main"], cwd=work, env=env,
                             capture_output=True, text=True, timeout=120)
     assert pushed.returncode == 0, pushed.stderr
-    assert f"remote: review #1 opened with 1 commit(s): {url}/ns/default/reviews/1" in pushed.stderr
+    assert f"remote: review #1 opened with 1 commit: {url}/ns/default/reviews/1" in pushed.stderr
     deadline = time.monotonic() + STARTUP_LIMIT
     while "review/push-agent-" not in subprocess.run(["git", "branch"], cwd=bare, capture_output=True,
                                                        text=True).stdout:
