@@ -35,6 +35,7 @@ from .pushes import Pushes
 from .recall import Comment, Hit, Recall
 from .repo import (
     ALL_NAMESPACES,
+    KINDS,
     ROLES,
     AlreadyRunning,
     ApiKey,
@@ -63,7 +64,7 @@ from .settings import Settings
 __all__ = [
     "ALL_NAMESPACES", "MAX_MESSAGE_CHARS", "Accepted", "AlreadyRunning", "ApiKey", "BackedUp", "BatchResult",
     "Candidate", "Comment", "CommitInfo", "Dispatched", "Distilled", "FEEDBACK_ACTIONS", "FeedbackResult", "Graph",
-    "Hit",
+    "Hit", "KINDS",
     "Ingested", "KeyStore", "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES",
     "ROLES", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "Watch", "WriteResult",
     "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",

@@ -39,7 +39,7 @@ def test_article(word: str, said: str) -> None:
 # Counts and articles made by hand: "commit(s)", "'s' if n != 1", "a {role}". Each belongs to
 # gitmem.wording (``plural``, ``inflected``, ``article``; the same-named filters in templates).
 HAND_MADE = re.compile(r"(?<![\w.])(?!(?:len|str|http)\()[a-z]+\(s\)|['\"]s['\"] if |else ['\"]s['\"]"
-                       r"|[\"' ]an? \{(?!\{)")
+                       r"|[\"' ]an? (?:\*\*)?\{(?!\{)")
 
 
 def test_no_count_or_article_is_made_by_hand() -> None:

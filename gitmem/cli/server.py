@@ -11,9 +11,10 @@ from typing import Any
 
 import click
 
-from ..errors import InvalidInput
-from ..service import ALL_NAMESPACES, ROLES, KeyStore
-from .base import emit, json_option, main, ns_name, settings
+from ..errors import InvalidInput, NamespaceNotFound
+from ..service import ALL_NAMESPACES, KINDS, ROLES, KeyStore
+from ..wording import article
+from .base import emit, json_option, main, ns_name, service, settings
 
 WORKER_STOP_SECONDS = 15
 
@@ -110,14 +111,33 @@ def key() -> None:
               help=f"Namespace the key is for ('{ALL_NAMESPACES}' for every namespace). Default: default.")
 @click.option("--role", "-r", type=click.Choice(ROLES), required=True, help="What the key may do.")
 @click.option("--name", help="Who uses the key; recorded as the actor of its changes.")
+@click.option("--kind", type=click.Choice(KINDS), default="person", show_default=True,
+              help="Who uses the key: a person, or an agent. What it writes without naming a source is "
+                   "recorded as theirs (source user or agent).")
+@click.option("--create", "create_namespace", is_flag=True,
+              help="Create the namespace when it does not exist yet (else that is refused).")
 @json_option
-def key_create(namespace: str | None, role: str, name: str | None, as_json: bool) -> None:
-    """Make a key and print it once; only a hash of it is stored."""
-    secret, stored = KeyStore(settings().home).create(ns_name(namespace), role, name)
+def key_create(namespace: str | None, role: str, name: str | None, kind: str, create_namespace: bool,
+               as_json: bool) -> None:
+    """Make a key and print it once; only a hash of it is stored.
+
+    The namespace must exist (`gitmem init --namespace NS`, or --create here), so a mistyped
+    name is caught now rather than at the key's first use.
+    """
+    name_of_ns = ns_name(namespace)
+    svc = service()
+    if name_of_ns != ALL_NAMESPACES and not svc.exists(name_of_ns):
+        if not create_namespace:
+            known = ", ".join(svc.namespaces()) or "none yet"
+            raise NamespaceNotFound(
+                f"namespace {name_of_ns!r} does not exist (there are: {known}); create it with "
+                f"`gitmem init --namespace {name_of_ns}`, or pass --create to make it with the key")
+        svc.init(name_of_ns)
+    secret, stored = svc.keys.create(name_of_ns, role, name, kind=kind)
 
     def human() -> None:
         click.echo(secret)
-        click.echo(f"key {stored.id} ({stored.name}): {stored.role} on {stored.namespace}. "
+        click.echo(f"key {stored.id} ({stored.name}, {article(stored.kind)}): {stored.role} on {stored.namespace}. "
                    "Save it now; it cannot be shown again.", err=True)
 
     emit({"key": secret, **stored.to_dict()}, as_json, human)
@@ -136,11 +156,11 @@ def key_revoke(key_id: str, as_json: bool) -> None:
 @click.option("--namespace", "-n", default=None, metavar="NS", help="Only keys that apply to NS.")
 @json_option
 def key_list(namespace: str | None, as_json: bool) -> None:
-    """List keys (ids, names, namespaces and roles; never the keys themselves)."""
+    """List keys (ids, roles, kinds, namespaces and names; never the keys themselves)."""
     found = KeyStore(settings().home).list(None if namespace is None else ns_name(namespace))
 
     def human() -> None:
         for k in found:
-            click.echo(f"{k.id}  {k.role:<8} {k.namespace:<20} {k.name}  (created {k.created})")
+            click.echo(f"{k.id}  {k.role:<8} {k.kind:<6} {k.namespace:<20} {k.name}  (created {k.created})")
 
     emit([k.to_dict() for k in found], as_json, human)

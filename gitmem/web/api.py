@@ -110,7 +110,7 @@ def remember(ns: str) -> tuple[Response, int]:
         title=inputs.string(data, "title"),
         tags=inputs.strings(data, "tags") or (),
         paths=inputs.strings(data, "paths") or (),
-        source=inputs.string(data, "source") or "agent",
+        source=inputs.string(data, "source") or who.source,
         author=inputs.string(data, "author") or who.name,
         state=inputs.string(data, "state") or "active",
         options=options,

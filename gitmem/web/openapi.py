@@ -7,6 +7,7 @@ from typing import Any
 
 from ..concepts import SOURCES, STATES, TYPES
 from ..service import FEEDBACK_ACTIONS, REVIEW_STATUSES, ROLES
+from ..wording import a_or_an
 
 NS = {"name": "ns", "in": "path", "required": True, "description": "Namespace name",
       "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,63}$"}}
@@ -46,7 +47,7 @@ def _op(summary: str, role: str, ok: dict[str, Any], *, params: list[dict[str, A
         body: dict[str, Any] | None = None, status: str = "200",
         extra: dict[str, Any] | None = None, security: list[dict[str, list[str]]] | None = None,
         ) -> dict[str, Any]:
-    op: dict[str, Any] = {"summary": summary, "description": f"Needs a **{role}** key.",
+    op: dict[str, Any] = {"summary": summary, "description": f"Needs {a_or_an(role)} **{role}** key.",
                           "parameters": params or [],
                           "responses": {status: ok, **(extra or {}), **ERRORS}}
     if body is not None:
@@ -109,7 +110,9 @@ def document() -> dict[str, Any]:
     remember_body = _obj({
         "text": {"type": "string", "minLength": 1}, "type": {"type": "string", "enum": list(TYPES)},
         "title": STR, "tags": STRS, "paths": STRS,
-        "source": {"type": "string", "enum": list(SOURCES)}, "author": STR,
+        "source": {"type": "string", "enum": list(SOURCES),
+                   "description": "default: the key's kind, user for a person's key, agent for an agent's"},
+        "author": STR,
         "state": {"type": "string", "enum": ["active", "pending"]},
         "options": {"type": "array", "items": option,
                     "description": "techchoice: two or more, each with pros and cons"},
