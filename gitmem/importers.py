@@ -98,13 +98,17 @@ class Imported(Outcome):
 
 @dataclass(frozen=True)
 class ImportReport:
-    """An import: its one commit (None when nothing changed or on a dry run) and an entry per item."""
+    """An import: its one commit (None when nothing changed or on a dry run) and an entry per item.
+
+    ``new_namespace``: the namespace did not exist before; the import made it (a dry run: would make it).
+    """
 
     namespace: str
     format: str
     commit: str | None
     dry_run: bool
     items: tuple[Imported, ...]
+    new_namespace: bool = False
 
     def counts(self) -> dict[str, int]:
         """How many items had each outcome (every outcome named, zeros included)."""
@@ -113,7 +117,8 @@ class ImportReport:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: namespace, format, commit, dry_run, counts and every item."""
         return {"namespace": self.namespace, "format": self.format, "commit": self.commit, "dry_run": self.dry_run,
-                "counts": self.counts(), "items": [i.to_dict() for i in self.items]}
+                "new_namespace": self.new_namespace, "counts": self.counts(),
+                "items": [i.to_dict() for i in self.items]}
 
 
 class Importer:
@@ -135,11 +140,19 @@ class Importer:
         that import not reverted) is ``skipped``, so a second run changes nothing. Links become
         ``related``, to the memory each linked item became. ``origin`` names the source in the
         commit message; ``create`` makes the namespace when it has none, once the source has
-        been read.
+        been read (a dry run makes none: it reports what the import would do in a new, empty one).
         """
         fmt = check_format(fmt)
+        new = create and not self.namespaces.exists(namespace)
+        if new and dry_run:
+            # The write gate run for real, on an empty namespace of that name thrown away after:
+            # the report is what the import would do, and nothing is created.
+            with self.namespaces.scratch(namespace) as empty:
+                report = Importer(Memories(empty, self.memories.settings), empty).run(
+                    namespace, fmt, files, dry_run=True, actor=actor, origin=origin)
+            return replace(report, new_namespace=True)
         items, problems = read(fmt, files)
-        if create and not dry_run and not self.namespaces.exists(namespace):
+        if new:
             self.namespaces.init(namespace)
         seen = self.imported(namespace, fmt)
         digests = [item_digest(fmt, item) for item in items]
@@ -181,7 +194,7 @@ class Importer:
                 out.append(Imported(item.candidate.label or item.key, "skipped", memory_id,
                                     f"imported before, in {where[:10]}", notes[n]))
         out += [Imported(p.label, "refused", None, p.reason) for p in problems]
-        return ImportReport(namespace, fmt, commit, dry_run, tuple(out))
+        return ImportReport(namespace, fmt, commit, dry_run, tuple(out), new)
 
     def imported(self, namespace: str, fmt: str) -> dict[str, tuple[str, str]]:
         """The items earlier imports of ``fmt`` brought into ``namespace`` and that are still there.

@@ -241,3 +241,42 @@ def test_the_api_imports_for_admins_only(served: tuple[str, MemoryService], sett
     again = httpx.post(endpoint, headers=admin, json={"format": "okf", "files": files}).json()
     assert again["commit"] is None and again["counts"]["skipped"] == 6
     fsck("default")
+
+
+def test_a_dry_run_into_a_new_namespace_reports_what_the_import_would_do(gitmem: Run, settings: Settings,
+                                                                        fsck: Callable[[str], None]) -> None:
+    gitmem("init")
+    dry = run_import(gitmem, "okf", "--dry-run", "-n", "newns")
+    assert dry["dry_run"] is True and dry["new_namespace"] is True and dry["commit"] is None
+    assert dry["counts"]["added"] == 6 and dry["counts"]["refused"] == 2
+    assert not (settings.repos_dir / "newns.git").exists() and not (settings.state_dir / "newns").exists()
+    human = gitmem("import", "okf", str(DATA / "okf"), "--dry-run", "-n", "newns").stdout
+    assert human.startswith("would import 8 okf items into newns (a new namespace it would create): 6 added")
+    real = run_import(gitmem, "okf", "-n", "newns")
+    assert real["new_namespace"] is True and real["commit"]
+    assert [(i["label"], i["outcome"], i["reason"]) for i in dry["items"]] == \
+        [(i["label"], i["outcome"], i["reason"]) for i in real["items"]]
+    assert run_import(gitmem, "okf", "-n", "newns", "--dry-run")["new_namespace"] is False
+    fsck("newns")
+
+
+def test_the_api_imports_into_a_new_namespace_and_names_no_cli_command(served: tuple[str, MemoryService],
+                                                                      settings: Settings) -> None:
+    url, svc = served
+    store = KeyStore(settings.home)
+    admin = {"Authorization": f"Bearer {store.create('*', 'admin', name='ada')[0]}"}
+    writer = {"Authorization": f"Bearer {store.create('*', 'writer', name='wes')[0]}"}
+    files = {str(p.relative_to(DATA / "mem0")): p.read_text() for p in (DATA / "mem0").rglob("*.json")}
+    endpoint = f"{url}/api/v1/namespaces/newns/import"
+    missing = httpx.get(f"{url}/api/v1/namespaces/newns", headers=admin)
+    assert missing.status_code == 404
+    message = missing.json()["error"]["message"]
+    assert "POST /api/v1/namespaces" in message and "gitmem" not in message
+    assert httpx.post(endpoint, headers=writer, json={"format": "mem0", "files": files}).status_code == 403
+    dry = httpx.post(endpoint, headers=admin, json={"format": "mem0", "files": files, "dry_run": True})
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["new_namespace"] is True and dry.json()["counts"]["added"] == 3
+    assert not svc.exists("newns")
+    done = httpx.post(endpoint, headers=admin, json={"format": "mem0", "files": files})
+    assert done.status_code == 200 and done.json()["new_namespace"] is True and done.json()["counts"]["added"] == 3
+    assert svc.exists("newns") and svc.log("newns", limit=1)[0].actor == "ada"

@@ -412,7 +412,9 @@ def import_command(fmt: str, path: Path, dry_run: bool, actor: str | None, names
     def human() -> None:
         counts = report.counts()
         done = "would import" if dry_run else "imported"
-        click.echo(f"{done} {len(report.items)} {fmt} items into {name}: "
+        into = name + ((" (a new namespace it would create)" if dry_run else " (a new namespace)")
+                       if report.new_namespace else "")
+        click.echo(f"{done} {plural(len(report.items), fmt + ' item')} into {into}: "
                    + ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
                    + (f" (commit {report.commit[:10]}; `gitmem revert {report.commit[:10]}` undoes it)"
                       if report.commit else ""))

@@ -180,13 +180,18 @@ def choose(ns: str, memory_id: str) -> Response:
 
 @bp.post("/namespaces/<ns>/import")
 def import_memories(ns: str) -> Response:
-    """Import another store's memories, given as files, in one commit (admin); ``dry_run`` writes nothing."""
+    """Import another store's memories, given as files, in one commit (admin); ``dry_run`` writes nothing.
+
+    A namespace that does not exist yet is created, as ``POST /namespaces`` would for the same
+    admin key (a dry run creates none and reports the import into an empty one).
+    """
     who = require(ns, "admin")
     data = inputs.body()
     inputs.known(data, "format", "files", "dry_run")
     fmt = inputs.string(data, "format", required=True) or ""
     dry_run = inputs.boolean(data, "dry_run") or False
-    report = service().import_memories(ns, fmt, data.get("files"), dry_run=dry_run, actor=who.name, origin="the API")
+    report = service().import_memories(ns, fmt, data.get("files"), dry_run=dry_run, actor=who.name, origin="the API",
+                                       create=True)
     return jsonify(report.to_dict())
 
 
