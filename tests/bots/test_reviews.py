@@ -286,7 +286,7 @@ def test_a_card_of_100_changes_fits_block_kit_and_says_how_many_approve_merges(
     svc.reviews.approve("default", number, actor="web-user", commits=[first.id])
     head = slack.commits()[0].id
     slack.press(card, "gitmem_review_approve", user=REVIEWER)
-    assert "99 commit(s) to merge now, not the 100 you saw" in slack.last("chat.postEphemeral").text
+    assert "99 commits to merge now, not the 100 you saw" in slack.last("chat.postEphemeral").text
     assert slack.commits()[0].id == head
     # The partial approval redrew the card with what is left to decide and its new count.
     redrawn = [u for u in fake_slack.of("chat.update") if u.args["ts"] == card.response["ts"]][-1]

@@ -1,0 +1,105 @@
+"""Reading reviews: each commit with its reason, state and diffs; history rows; where a memory went."""
+
+from __future__ import annotations
+
+import builtins
+import difflib
+
+from ..errors import InvalidInput, MemoryNotFound
+from ..repo import MAIN, CommitInfo, parse_trailers
+from .diffs import FileDiff, MemoryDiff, ReviewCommit, after_text, body, memory_diffs, with_result
+from .records import ReviewRecords
+from .staleness import changed_on_main, stale_note
+
+
+class ReviewReading(ReviewRecords):
+    """What a review proposes, commit by commit, and what a commit of main did."""
+
+    def diff(self, namespace: str, number: int) -> builtins.list[ReviewCommit]:
+        """Each commit of the review with its reason, its state, a diff per file and per memory.
+
+        An open commit whose memories main has changed since (their text, type or state) shows
+        as stale, though nobody tried to merge it yet.
+        """
+        review = self.get(namespace, number)
+        store = self.namespaces.open(namespace).store
+        commits = self.commits(namespace, review)
+        changed = changed_on_main(store, review)
+        out = []
+        for commit in commits:
+            info = store.info(commit)
+            changes = store.file_changes(commit)
+            files = []
+            for change in changes:
+                unified = "".join(difflib.unified_diff(
+                    (change.old_text or "").splitlines(keepends=True),
+                    (change.new_text or "").splitlines(keepends=True),
+                    fromfile="/dev/null" if change.old_path is None else f"a/{change.old_path}",
+                    tofile="/dev/null" if change.new_path is None else f"b/{change.new_path}",
+                ))
+                files.append(FileDiff(change.path, change.status, change.old_text, change.new_text, unified))
+            state = review.state_of(info.id)
+            note = review.commit_notes.get(info.id)
+            if state == "open" and review.status not in ("open", "stale"):
+                state = "skipped"  # a record from before commits had states
+            if state == "open":
+                note = stale_note(review, commit, changes, changed)
+                state = "stale" if note else "open"
+            action = "edit" if info.action == "unknown" else info.action  # a commit made with git, no trailers
+            item = ReviewCommit(info.id, info.summary, body(commit.message), action, info.memory_ids, files,
+                                state, note, memory_diffs(changes))
+            out.append(with_result(item, after_text(commit.message)))
+        return out
+
+    def commit_info(self, namespace: str, commit_id: str) -> CommitInfo:
+        """One commit of the repository as front ends show it (its summary, actor, action, trailers)."""
+        store = self.namespaces.open(namespace).store
+        return store.info(store.commit(commit_id))
+
+    def commit_diff(self, namespace: str, commit_id: str) -> builtins.list[MemoryDiff]:
+        """What one commit of the repository did to each memory, word by word (a history row)."""
+        store = self.namespaces.open(namespace).store
+        return memory_diffs(store.file_changes(store.commit(commit_id)))
+
+    def revert_preview(self, namespace: str, commit_id: str) -> builtins.list[MemoryDiff]:
+        """What reverting a commit of main would do to each memory now; nothing is written to a ref.
+
+        Raises what the revert itself would: :class:`~gitmem.errors.RevertConflict` when later
+        changes are in the way, :class:`InvalidInput` for a commit that is not on main.
+        """
+        store = self.namespaces.open(namespace).store
+        target, head = store.commit(commit_id), store.head(MAIN)
+        if not store.is_ancestor(target, head):
+            raise InvalidInput(f"commit {commit_id} is not on main; only main's commits can be reverted")
+        return memory_diffs(store.revert_preview(target, head))
+
+    def successor(self, namespace: str, memory_id: str) -> str | None:
+        """The memory that replaced ``memory_id`` when a merge took it away, if one exists now."""
+        with self.namespaces.using(namespace) as ns:  # the index's connection is the threads' to share
+            ns.synced()
+            for commit in ns.store.log():
+                ids = parse_trailers(commit.message).get("Memory-Id", [])
+                if memory_id in ids:
+                    # The newest commit naming it: a merge names the memory it became too.
+                    return next((i for i in ids if i != memory_id and ns.index.get(i) is not None), None)
+        return None
+
+    def missing(self, namespace: str, memory_id: str, exc: MemoryNotFound) -> MemoryNotFound:
+        """``exc``, or an error that points to the memory that replaced ``memory_id``."""
+        found = self.successor(namespace, memory_id)
+        if found is None:
+            return exc
+        error = MemoryNotFound(f"memory {memory_id} was merged into {found}; see memory {found}")
+        error.replaced_by = found
+        return error
+
+    def open_for(self, namespace: str, memory_id: str) -> builtins.list[int]:
+        """The numbers of the open reviews with a commit about ``memory_id``."""
+        found = []
+        for review in self.list(namespace, status="open"):
+            for commit in self.commits(namespace, review):
+                if review.state_of(str(commit.id)) == "open" and \
+                        memory_id in parse_trailers(commit.message).get("Memory-Id", []):
+                    found.append(review.number)
+                    break
+        return found
