@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from . import concepts, details
+from . import concepts, details, techchoice
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
 from .repo import Change, Commit, Guard, Namespace, Namespaces, match_tokens
@@ -213,9 +213,10 @@ class Memories:
         else, including a user's own similar statement (it may be a correction), is added as a
         new memory. Text that carries a secret is refused (:class:`~gitmem.errors.SecretFound`).
 
-        A ``techchoice`` needs ``options`` (two or more ``{name, pros, cons}``, each with pros and
-        cons) and the ``active`` one; ``reason`` is kept as the first entry of its ``choices``.
-        A repeat of a techchoice adds the options it lacks; none is ever dropped.
+        A ``techchoice`` needs ``options`` (two or more ``{name, pros, cons, description, config,
+        status}``, each with pros and cons or a description) and the ``active`` one; ``reason``
+        is kept as the first entry of its ``choices``. A repeat of a techchoice adds the options
+        it lacks; none is ever dropped.
         """
         item = self._clean(Candidate(text, type=type, title=title, tags=tuple(tags), paths=tuple(paths),
                                      source=source, author=author, state=state, related=tuple(related),
@@ -358,7 +359,7 @@ class Memories:
                 tags=old.tags + tuple(t for t in item.tags if t not in old.tags),
                 state="active" if old.state == "archived" else old.state,
                 archived_reason=None if old.state == "archived" else old.archived_reason,
-                options=concepts.merged_options(old.options, item.options) if old.options else old.options,
+                options=techchoice.merged_options(old.options, item.options) if old.options else old.options,
                 updated=at,
             )
             batch.put(old, new)
@@ -372,7 +373,7 @@ class Memories:
                 new = old.replace(
                     paths=old.paths + tuple(p for p in item.paths if p not in old.paths),
                     tags=old.tags + tuple(t for t in item.tags if t not in old.tags),
-                    options=concepts.merged_options(old.options, item.options) if old.options else old.options,
+                    options=techchoice.merged_options(old.options, item.options) if old.options else old.options,
                     potency=min(1.0, round(old.potency_at(at) + 0.05, 4)),
                     last_used=at,
                     updated=at,
@@ -415,16 +416,17 @@ class Memories:
                 raise InvalidInput(f"options and an active option belong to a techchoice, not {article(memory_type)}; "
                                    "give --type techchoice")
             return (), None, ""
-        found, chosen = concepts.clean_options(list(options or ()), active)
+        found, chosen = techchoice.clean_options(list(options or ()), active)
         why = concepts.clean_text(reason, limit=1000, what="reason") if reason and reason.strip() else ""
         return found, chosen, why
 
     def choose(self, namespace: str, memory_id: str, option: str, *, reason: str,
-               pros: Iterable[str] = (), cons: Iterable[str] = (), actor: str | None = None) -> WriteResult:
+               pros: Iterable[str] = (), cons: Iterable[str] = (), description: str | None = None,
+               config: str | None = None, status: str | None = None, actor: str | None = None) -> WriteResult:
         """Make ``option`` a techchoice's active one, for ``reason``: one append-only commit.
 
-        A new option (with its pros and cons) is added; every option stays and the choice is
-        appended to the memory's ``choices`` (see :func:`gitmem.concepts.with_choice`).
+        A new option (with its pros and cons, or a description) is added; every option stays and
+        the choice is appended to the memory's ``choices`` (see :func:`gitmem.techchoice.with_choice`).
         """
         memory_id = check_id(memory_id)
         pros, cons = tuple(pros), tuple(cons)
@@ -432,9 +434,10 @@ class Memories:
 
         def plan(head: Commit) -> Change | None:
             old = ns.current(head, memory_id)
-            new = concepts.with_choice(old, option, reason=reason, by=actor, at=now(), pros=pros, cons=cons)
+            new = techchoice.with_choice(old, option, reason=reason, by=actor, at=now(), pros=pros, cons=cons,
+                                         description=description, config=config, status=status)
             result["memory"] = new
-            added = "" if concepts.find_option(old.options, new.active or "") else " (a new option)"
+            added = "" if techchoice.find_option(old.options, new.active or "") else " (a new option)"
             return Change({old.path: concepts.render(new)}, f"choose: {new.active} for {old.title}", "choose",
                           (old.id,), None, actor, body=f"Chosen: {new.active}{added}, after {old.active}.\n\n"
                                                        f"{new.choices[-1].reason}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import concepts, ranking
+from . import concepts, ranking, techchoice
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
 from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces
@@ -37,7 +37,7 @@ class Hit:
         out = {"memory": self.memory.to_dict(), "score": round(self.score, 6),
                "potency": round(self.potency, 4), "path_match": self.path_match}
         if self.memory.options:
-            out["options_table"] = concepts.options_table(self.memory)
+            out["options_table"] = techchoice.options_table(self.memory)
         return out
 
 

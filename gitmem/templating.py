@@ -12,7 +12,8 @@ from typing import Any
 
 import jinja2
 
-from .concepts import iso, options_table
+from .concepts import iso
+from .techchoice import options_table
 from .wording import article, plural
 
 

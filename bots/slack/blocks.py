@@ -132,14 +132,24 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
 
 
 def options_mrkdwn(memory: Memory) -> str:
-    """A techchoice's options for a card: one line each with pros and cons, the active one marked."""
+    """A techchoice's options for a card: one line each with what it says of itself, the active one marked.
+
+    Its description, pros and cons, configuration and status, as far as the option has them.
+    """
     active = (memory.active or "").casefold()
     lines = ["*Options*"]
     for option in memory.options:
         mark = " _(active)_" if option.name.casefold() == active else ""
-        pros = "; ".join(escape(p) for p in option.pros) or "-"
-        cons = "; ".join(escape(c) for c in option.cons) or "-"
-        lines.append(f"• *{escape(option.name)}*{mark}: :heavy_plus_sign: {pros}  :heavy_minus_sign: {cons}")
+        parts = [escape(option.description)] if option.description else []
+        if option.pros or option.cons:
+            pros = "; ".join(escape(p) for p in option.pros) or "-"
+            cons = "; ".join(escape(c) for c in option.cons) or "-"
+            parts.append(f":heavy_plus_sign: {pros}  :heavy_minus_sign: {cons}")
+        if option.config:
+            parts.append(f":gear: {escape(option.config)}")
+        if option.status:
+            parts.append(f"_{escape(option.status)}_")
+        lines.append(f"• *{escape(option.name)}*{mark}: " + "  ".join(parts))
     if memory.choices:
         last = memory.choices[-1]
         by = f" by {person(last.by)}" if last.by else ""

@@ -102,7 +102,7 @@ def remember(ns: str) -> tuple[Response, int]:
                  "reason")
     options = data.get("options")
     if options is not None and not isinstance(options, list):
-        raise InvalidInput("'options' must be a list of {name, pros, cons}")
+        raise InvalidInput("'options' must be a list of {name, pros, cons, description, config, status}")
     result = service().remember(
         ns,
         inputs.string(data, "text", required=True) or "",
@@ -169,11 +169,13 @@ def choose(ns: str, memory_id: str) -> Response:
     """Make an option the techchoice's active one, for a reason (writer): an append-only change."""
     who = require(ns, "writer")
     data = inputs.body()
-    inputs.known(data, "option", "reason", "pros", "cons")
+    inputs.known(data, "option", "reason", "pros", "cons", "description", "config", "status")
     result = service().choose(
         ns, memory_id, inputs.string(data, "option", required=True) or "",
         reason=inputs.string(data, "reason", required=True) or "",
-        pros=inputs.strings(data, "pros") or (), cons=inputs.strings(data, "cons") or (), actor=who.name,
+        pros=inputs.strings(data, "pros") or (), cons=inputs.strings(data, "cons") or (),
+        description=inputs.string(data, "description"), config=inputs.string(data, "config"),
+        status=inputs.string(data, "status"), actor=who.name,
     )
     return jsonify(result.to_dict())
 

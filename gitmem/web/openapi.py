@@ -78,7 +78,11 @@ def _page(item: str) -> dict[str, Any]:
 @functools.cache
 def document() -> dict[str, Any]:
     """The whole document (built once)."""
-    option = _obj({"name": {"type": "string", "minLength": 1}, "pros": STRS, "cons": STRS}, ("name",))
+    option = _obj({"name": {"type": "string", "minLength": 1}, "pros": STRS, "cons": STRS,
+                   "description": {"type": "string", "description": "what the option is (or give pros and cons)"},
+                   "config": {"type": "string", "description": "how it is set up"},
+                   "status": {"type": "string", "description": "where it stands: candidate, deprecated..."}},
+                  ("name",))
     memory = {"type": "object", "required": ["id", "type", "text", "title", "state"], "properties": {
         "id": STR, "type": {"type": "string", "enum": list(TYPES)}, "text": STR, "title": STR,
         "description": STR, "tags": STRS, "paths": STRS, "source": STR,
@@ -115,11 +119,12 @@ def document() -> dict[str, Any]:
         "author": STR,
         "state": {"type": "string", "enum": ["active", "pending"]},
         "options": {"type": "array", "items": option,
-                    "description": "techchoice: two or more, each with pros and cons"},
+                    "description": "techchoice: two or more, each with pros and cons or a description"},
         "active": {"type": "string", "description": "techchoice: the option chosen now"},
         "reason": {"type": "string", "description": "techchoice: why the active option is chosen"}}, ("text",))
     choose_body = _obj({"option": {"type": "string", "minLength": 1}, "reason": {"type": "string", "minLength": 1},
-                        "pros": STRS, "cons": STRS}, ("option", "reason"))
+                        "pros": STRS, "cons": STRS, "description": STR, "config": STR, "status": STR},
+                       ("option", "reason"))
     amend_body = _obj({"text": STR, "title": STR, "type": {"type": "string", "enum": list(TYPES)},
                        "tags": STRS, "paths": STRS, "tenured": {"type": "boolean"}, "reason": STR})
     feedback_body = _obj({
