@@ -5,6 +5,7 @@ Consolidation and maintenance (packing) both run there, on demand and on the bea
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -366,3 +367,22 @@ def test_a_run_whose_pool_process_dies_is_handed_back_and_run_again(
     assert calls == 2
     assert [r.number for r in service.reviews.list("default")] == [1]
     fsck("default")
+
+
+@pytest.mark.parametrize(("setting", "url", "client"), [
+    ("GITMEM_BROKER_URL", "sqla+sqlite:////tmp/gitmem-queue.db", "sqlalchemy"),
+    ("GITMEM_RESULT_BACKEND", "db+sqlite:////tmp/gitmem-results.db", "sqlalchemy"),
+    ("GITMEM_BROKER_URL", "mongodb://user:hunter2@localhost/queue", "pymongo"),
+])
+def test_a_broker_whose_client_gitmem_does_not_install_is_one_line(settings: Settings, setting: str, url: str,
+                                                                   client: str) -> None:
+    # gitmem installs the clients of Redis and RabbitMQ (SQLAlchemy is not a dependency).
+    if importlib.util.find_spec(client) is not None:
+        pytest.skip(f"{client} is installed here")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
+    env.update({"GITMEM_HOME": str(settings.home), setting: url})
+    done = subprocess.run([sys.executable, "-m", "gitmem", "worker"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and f"needs the Python package {client}" in done.stderr
+    assert "hunter2" not in done.stderr  # the URL's password is never echoed

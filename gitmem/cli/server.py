@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-from typing import Any
 
 import click
 
-from ..errors import InvalidInput, NamespaceNotFound
+from ..errors import NamespaceNotFound
 from ..service import ALL_NAMESPACES, KINDS, ROLES, KeyStore
+from ..serving import check_address
 from ..wording import article
 from .base import emit, json_option, main, ns_name, service, settings
 
@@ -39,7 +38,7 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
     in production you may run `gunicorn 'gitmem.web:create_app()'` yourself.
     """
     config = settings()
-    _check_address(host, port)
+    check_address(host, port)
     master = os.getpid()
     child: subprocess.Popen[bytes] | None = None
     if config.broker_url is None and not no_worker:
@@ -51,25 +50,6 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
         # gunicorn forks its workers from here; only the master owns the background worker.
         if child is not None and os.getpid() == master:
             _stop(child)
-
-
-def _check_address(host: str, port: int) -> None:
-    """Fail at once, naming the address, when it cannot be listened on (gunicorn would retry 5 s).
-
-    The check binds and lets go; a port taken in between still meets gunicorn's retries.
-    """
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except socket.gaierror as exc:
-        raise InvalidInput(f"cannot listen on {host}: {exc.strerror}; give an address of this machine "
-                           "with --host") from None
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn does
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror}; stop what is using it "
-                               "or choose another --port") from None
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
@@ -84,21 +64,10 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
 
 
 def _gunicorn(host: str, port: int, workers: int, threads: int) -> None:
-    from gunicorn.app.base import BaseApplication
-
+    from ..serving import serve
     from ..web import create_app
 
-    class Server(BaseApplication):  # type: ignore[misc]
-        def load_config(self) -> None:
-            for name, value in {"bind": f"{host}:{port}", "workers": workers, "threads": threads,
-                                "worker_class": "gthread", "accesslog": "-",
-                                "timeout": 120}.items():
-                self.cfg.set(name, value)
-
-        def load(self) -> Any:
-            return create_app()
-
-    Server().run()
+    serve(create_app, host=host, port=port, workers=workers, threads=threads, name="gitmem")
 
 
 @main.group()
