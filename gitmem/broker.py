@@ -202,10 +202,11 @@ class CeleryQueue:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
-        """Send a consolidation run of ``namespace`` to the workers; returns the task id."""
+    def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False, started_by: str = "") -> str:
+        """Send a consolidation run of ``namespace`` to the workers (``started_by``: who asks); the task id."""
         policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
-        result = app_for(self.settings).send_task(CONSOLIDATE, args=[namespace], kwargs={"dry_run": dry_run},
+        kwargs: dict[str, Any] = {"dry_run": dry_run} | ({"started_by": started_by} if started_by else {})
+        result = app_for(self.settings).send_task(CONSOLIDATE, args=[namespace], kwargs=kwargs,
                                                   retry=True, retry_policy=policy)
         return str(result.id)
 

@@ -322,7 +322,7 @@ def test_a_write_that_adds_queues_consolidation_and_survives_a_queue_that_fails(
     queued: list[str] = []
 
     class Queue:
-        def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
+        def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False, started_by: str = "") -> str:
             queued.append(namespace)
             raise RuntimeError("broker down")
 

@@ -25,7 +25,7 @@ import pytest
 from gitmem import broker, concepts
 from gitmem.broker import CeleryQueue
 from gitmem.repo import MAIN, RunState, packing
-from gitmem.service import MemoryService
+from gitmem.service import MemoryService, build_service
 from gitmem.settings import Settings
 from tests.conftest import namespace_of
 from tests.fakes.openai_server import HOLD, Request, answer, running
@@ -386,3 +386,31 @@ def test_a_broker_whose_client_gitmem_does_not_install_is_one_line(settings: Set
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and f"needs the Python package {client}" in done.stderr
     assert "hunter2" not in done.stderr  # the URL's password is never echoed
+
+
+def test_a_review_the_trigger_opened_is_named_when_a_person_consolidates(tmp_path: Path) -> None:
+    # The background worker opens a consolidation review on its own after writes; a person's
+    # first `gitmem consolidate` then stops on it, and says what it is and where.
+    settings = Settings(home=tmp_path / "home", consolidate_min_active=2)
+    svc = build_service(settings)
+    svc.init("default")
+    try:
+        near_duplicates(svc)
+        svc.remember("default", "Deploys happen on Tuesdays only")  # a write that adds: the trigger queues a run
+        assert svc.run_state("default").get("last_task")
+        with worker(settings, tmp_path / "worker.log"):
+            wait_for(lambda: bool(svc.reviews.list("default", status="open")), "the triggered run's review",
+                     tmp_path / "worker.log")
+        [review] = svc.reviews.list("default", status="open")
+    finally:
+        svc.close()
+    env = worker_env(settings, GITMEM_PUBLIC_URL="http://memory.example")
+    done = subprocess.run([sys.executable, "-m", "gitmem", "consolidate"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 4 and done.stderr.count("\n") == 1, done.stderr
+    said = done.stderr
+    assert f"consolidation review #{review.number} of namespace 'default' is still open" in said
+    assert f'"{review.title}", opened by gitmem\'s background worker, on its own after writes' in said
+    assert f" on {review.created.strftime('%Y-%m-%d %H:%M')} UTC with 1 change;" in said
+    assert f"`gitmem review show {review.number} --namespace default`" in said
+    assert f"http://memory.example/ns/default/reviews/{review.number}" in said

@@ -85,7 +85,7 @@ def consolidate_command(dry_run: bool, queue: bool, namespace: str | None, as_js
         if done >= total:
             click.echo("", err=True)
 
-    sent = svc.dispatch(name, background=queue, progress=progress)
+    sent = svc.dispatch(name, background=queue, progress=progress, started_by=f"{actor_of(None)} (gitmem consolidate)")
     if sent.result is None:
         emit({"namespace": name, "task": sent.task}, as_json,
              lambda: click.echo(f"consolidation of {name} queued as task {sent.task}"))

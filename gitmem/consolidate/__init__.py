@@ -160,7 +160,7 @@ class Consolidation:
                                              if not any(r.matches(c.members) for r in turned_down)))
 
     def run(self, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
-            llm: LLM | None = None) -> RunResult:
+            llm: LLM | None = None, started_by: str = "") -> RunResult:
         """Consolidate one namespace onto a review branch (or, with ``dry_run``, only plan).
 
         Folds the recorded usage into main first (so potencies are current), plans, asks the LLM,
@@ -168,6 +168,8 @@ class Consolidation:
         review. Raises :class:`AlreadyRunning` when another run holds the namespace,
         :class:`ReviewStillOpen` when a consolidation review waits for a decision, and
         :class:`~gitmem.errors.LeaseLost` when this run's lease expired before it could write.
+        ``started_by`` says who or what started the run ("alice", "the daily schedule"); the
+        review keeps it, and a run that finds the review open names it.
         """
         ns = self.namespaces.open(namespace)  # NamespaceNotFound before anything else
         model = llm or self.llm()
@@ -178,10 +180,7 @@ class Consolidation:
         with state.lock() as fence:
             waiting = self.pending_review(namespace)
             if waiting is not None:
-                raise ReviewStillOpen(
-                    f"consolidation review #{waiting.number} of namespace {namespace!r} is still open; "
-                    f"approve or reject it first (`gitmem review show {waiting.number}`), then run again",
-                    waiting.number)
+                raise ReviewStillOpen(still_open(waiting, self.settings.public_url), waiting.number)
             self.reviews.prune_orphans(namespace, guard=fence.check)
             self.memories.fold_usage(namespace, actor=ACTOR, guard=fence.check)
             plan_ = self.plan(namespace, strict=model.name == Offline.name)
@@ -194,6 +193,8 @@ class Consolidation:
             if changes:
                 title = summarise(decisions, None)
                 description = "\n".join(f"- {d.kind}: {d.reason}" for d in decisions if d.change is not None)
+                if started_by:
+                    description = f"{STARTED_BY}{started_by}.\n\n{description}"
                 with ns.lock:
                     branch = ns.store.write_branch(
                         head, changes, f"refs/heads/consolidate/{namespace}/{plan_.at.strftime('%Y%m%dT%H%M%SZ')}",
@@ -258,11 +259,31 @@ def _dry_summary(plan_: Plan) -> str:
             "nothing written")
 
 
+#: How a consolidation review's description starts when the run knew who or what started it.
+STARTED_BY = "Started by "
+
+
+def still_open(review: Review, public_url: str | None = None) -> str:
+    """Why a run stops for an open consolidation review: which it is, who opened it when, its size, where."""
+    first = review.description.split("\n", 1)[0]
+    who = first.removeprefix(STARTED_BY).rstrip(".") if first.startswith(STARTED_BY) else review.author
+    states = list(review.commit_states.values())
+    total = max(review.commit_count, len(states))
+    merged = states.count("merged")
+    size = plural(total, "change") + (f", {merged} merged so far" if merged else "") if total else "its changes"
+    where = f"`gitmem review show {review.number} --namespace {review.namespace}`"
+    if public_url:
+        where += f" or {public_url.rstrip('/')}/ns/{review.namespace}/reviews/{review.number}"
+    return (f"consolidation review #{review.number} of namespace {review.namespace!r} is still open: "
+            f"\"{review.title}\", opened by {who} on {review.created.strftime('%Y-%m-%d %H:%M')} UTC with {size}; "
+            f"see it with {where}, approve or reject it, then run again")
+
+
 class TaskQueue(Protocol):
     """Where work goes to be done by the workers (:class:`gitmem.broker.CeleryQueue`)."""
 
-    def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
-        """Queue a consolidation run of ``namespace``; returns the task id."""
+    def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False, started_by: str = "") -> str:
+        """Queue a consolidation run of ``namespace`` (``started_by``: who or what asks); returns the task id."""
 
     def enqueue_distil(self, namespace: str, buffer_id: str) -> str:
         """Queue the distilling of a sealed conversation buffer; returns the task id."""

@@ -297,12 +297,12 @@ def consolidate(ns: str) -> tuple[Response, int]:
     data = inputs.body()
     inputs.known(data, "dry_run")
     dry_run = bool(inputs.boolean(data, "dry_run"))
-    require(ns, "reader" if dry_run else "writer")
+    who = require(ns, "reader" if dry_run else "writer")
     if dry_run:
         return jsonify({"dry_run": True, "plan": service().plan(ns).to_dict()}), 200
     try:
         # A request never waits for a run: it goes to the workers.
-        sent = service().dispatch(ns, background=True)
+        sent = service().dispatch(ns, background=True, started_by=f"{who.name} (the API)")
     except (OSError, OperationalError) as exc:
         raise Unavailable(f"the task broker did not answer ({exc}); try again later") from None
     return jsonify({"dry_run": False, "task_id": sent.task, "status": "queued"}), 202

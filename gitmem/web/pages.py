@@ -446,7 +446,7 @@ def review_action(ns: str, number: str) -> BaseResponse:
     if action == "rerun":
         def rerun() -> None:
             reviews().check(ns, n, actor=who.name)  # a review main has overtaken stops blocking the run
-            sent = service().dispatch(ns, background=True)
+            sent = service().dispatch(ns, background=True, started_by=f"{who.name} (the review page)")
             flash(f"Consolidation queued (task {sent.task}); its review appears in the list when it is ready."
                   if sent.task else "Consolidation ran again.", "ok")
         return act("", target, rerun)
