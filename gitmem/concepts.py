@@ -611,13 +611,34 @@ def parse_pushed(data: bytes, path: str, *, default_id: str | None = None) -> tu
         raise MalformedConcept(path, str(exc)) from exc
 
 
-def complete(data: bytes, path: str, *, author: str | None = None) -> bytes | None:
-    """The pushed file with gitmem's own fields filled in (id, created, potency...), or None if it has them.
+def complete(data: bytes, path: str, *, author: str | None = None, before: Memory | None = None) -> bytes | None:
+    """The pushed file as main keeps it, or None when it is that already.
 
-    ``author``: who wrote it (the review's author, the pusher), unless the file names someone.
+    gitmem's own fields are filled in (id, created, potency...), and when ``before`` (the memory
+    as it was) had a title or description taken from its text and the push changed only the
+    text, they follow the new text (:func:`follow_text`). ``author``: who wrote it (the review's
+    author, the pusher), unless the file names someone.
     """
     memory, incomplete = parse_pushed(data, path)
-    if not incomplete:
+    followed = memory if before is None else follow_text(before, memory)
+    if not incomplete and followed == memory:
         return None
-    return render(memory.replace(description=memory.description or description_from(memory.text),
-                                 author=memory.author or author))
+    return render(followed.replace(description=followed.description or description_from(followed.text),
+                                   author=followed.author or author))
+
+
+def follow_text(before: Memory, after: Memory, *, title_limit: int = 80) -> Memory:
+    """``after`` with the title and description its text gives, where they were taken from the text.
+
+    A title (or description) that ``before`` took from its text (:func:`title_from`,
+    :func:`description_from`) and that ``after`` keeps while its text changed would go stale:
+    it follows the new text. One set by hand (it differs from what the old text gives) stays.
+    """
+    if after.text == before.text:
+        return after
+    changes: dict[str, str] = {}
+    if after.title == before.title and before.title == title_from(before.text, title_limit):
+        changes["title"] = title_from(after.text, title_limit)
+    if after.description == before.description and before.description in ("", description_from(before.text)):
+        changes["description"] = description_from(after.text)
+    return after.replace(**changes) if changes else after

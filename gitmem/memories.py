@@ -516,10 +516,10 @@ class Memories:
             old = ns.current(head, memory_id)
             changes: dict[str, Any] = {}
             if new_text is not None and new_text != old.text:
-                changes["text"] = new_text
-                changes["description"] = concepts.description_from(new_text)
-                if new_title is None and old.title == self.title_from(old.text):
-                    changes["title"] = self.title_from(new_text)
+                # A title and description taken from the text follow it; ones set by hand stay.
+                followed = concepts.follow_text(old, old.replace(text=new_text),
+                                                title_limit=min(80, self.settings.max_title_chars))
+                changes.update(text=new_text, title=followed.title, description=followed.description)
             if new_title is not None and new_title != old.title:
                 changes["title"] = new_title
             if new_type is not None and new_type != old.type:
@@ -541,7 +541,7 @@ class Memories:
                 new = new.replace(path=ns.free_path(head, new.type, new.title, new.id))
                 files[old.path] = None
             files[new.path] = concepts.render(new)
-            what = ", ".join(sorted(k for k in changes if k != "description"))
+            what = ", ".join(sorted(k for k in changes if k != "description" and getattr(old, k) != changes[k]))
             body = f"Changed: {what}."
             if reason.strip():
                 body += f"\n\n{reason.strip()}"

@@ -325,8 +325,8 @@ class Pushes:
         outcome.main = str(tip.id)
         outcome.messages.append(f"main is at {str(tip.id)[:10]}: {plural(count, 'commit')} from {actor}")
         if str(tip.id) != command.new:
-            outcome.messages.append("gitmem completed the memory files that lacked its fields (id, created, "
-                                    "potency...) in one more commit: git pull to get it")
+            outcome.messages.append("gitmem completed the memory files in one more commit (the fields it keeps: "
+                                    "id, created, potency...; titles that follow an edited text): git pull to get it")
         self._after_main(ns, current, str(tip.id), actor, count)
 
     def _after_main(self, ns: Namespace, before: str, after: str, actor: str, count: int) -> None:

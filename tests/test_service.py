@@ -364,6 +364,24 @@ def test_amend(svc: MemoryService, fsck: Fsck) -> None:
     fsck("default")
 
 
+def test_amend_keeps_a_title_and_description_set_by_hand(svc: MemoryService, fsck: Fsck) -> None:
+    from tests.test_consolidate import plant
+
+    titled = svc.remember("default", "Deploys happen on Tuesdays only", title="Deploy days").memory
+    described = plant(svc, "Releases are tagged on Fridays", description="When we tag", source="user")
+    taken = plant(svc, "Hotfixes skip the queue", description="Hotfixes skip the queue", source="user")
+    assert titled is not None
+    for memory, text in ((titled, "Deploys happen on Tuesdays and Wednesdays only"),
+                         (described, "Releases are tagged on Thursdays"), (taken, "Hotfixes skip the release queue")):
+        svc.amend("default", memory.id, text=text, actor="bo")
+    kept_title, kept_description, followed = (file_at(svc, m.path) for m in (titled, described, taken))
+    assert kept_title.title == "Deploy days"
+    assert kept_title.description == "Deploys happen on Tuesdays and Wednesdays only"
+    assert (kept_description.title, kept_description.description) == ("Releases are tagged on Thursdays", "When we tag")
+    assert followed.title == followed.description == "Hotfixes skip the release queue"
+    fsck("default")
+
+
 def test_amending_the_type_moves_the_file_in_one_commit(svc: MemoryService, fsck: Fsck) -> None:
     memory = svc.remember("default", "Never deploy on Fridays.", type="fact").memory
     assert memory is not None

@@ -27,7 +27,7 @@ from ..errors import (
     RefRaceLost,
     StaleReview,
 )
-from ..repo import MAIN, Change, Commit, Guard, Store, is_memory_path
+from ..repo import MAIN, Change, Commit, FileChange, Guard, Store, is_memory_path
 from ..wording import plural
 from .diffs import digest, memory_diffs, parsed
 from .records import CLOSED_PREFIX, Review, ReviewRecords, actor_name, review_number
@@ -328,7 +328,9 @@ def completed(store: Store, tip: Commit, since: Commit, actor: str, *, author: s
     """``tip``, or one more commit on it that completes the memory files changed since ``since``.
 
     A file pushed over git may lack gitmem's own fields (a plain OKF file with only ``type``):
-    when it reaches main it gets them (:func:`gitmem.concepts.complete`), in one commit.
+    when it reaches main it gets them (:func:`gitmem.concepts.complete`), in one commit. A file
+    whose text was edited by hand gets the title and description the new text gives, where the
+    old ones were taken from the old text (one set by hand stays).
     """
     files: dict[str, bytes | None] = {}
     ids: list[str] = []
@@ -337,7 +339,8 @@ def completed(store: Store, tip: Commit, since: Commit, actor: str, *, author: s
             continue
         data = store.read(change.new_path, tip)
         try:
-            done = None if data is None else concepts.complete(data, change.new_path, author=author)
+            done = None if data is None else concepts.complete(data, change.new_path, author=author,
+                                                                before=_before(change))
         except MalformedConcept:
             continue  # the push was checked; a file that does not parse now is left as it is
         if done is not None:
@@ -345,11 +348,23 @@ def completed(store: Store, tip: Commit, since: Commit, actor: str, *, author: s
             ids.append(concepts.parse(done, change.new_path).id)
     if not files:
         return tip
-    summary = f"complete {plural(len(files), 'memory file')} pushed without gitmem's fields"
+    summary = f"complete {plural(len(files), 'pushed memory file')}"
     completing = Change(files, summary, "complete", tuple(ids), "import", actor,
-                        body="Gave them an id and the fields gitmem keeps (created, potency, state...).")
+                        body="Gave the files without them an id and the fields gitmem keeps (created, potency, "
+                             "state...), and edited texts the title and description they give, where those "
+                             "had been taken from the text.")
     return store.commit(str(store.write_commit(tip, completing)))
 
+
+
+def _before(change: FileChange) -> concepts.Memory | None:
+    """The memory a pushed file changed, as it was; None for a new file (or one that did not parse)."""
+    if change.old_path is None or change.old_text is None or not is_memory_path(change.old_path):
+        return None
+    try:
+        return concepts.parse(change.old_text.encode("utf-8"), change.old_path)
+    except MalformedConcept:
+        return None
 
 
 def merge_fields(base: concepts.Memory, mine: concepts.Memory, theirs: concepts.Memory) -> concepts.Memory:

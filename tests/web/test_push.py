@@ -348,3 +348,34 @@ def test_a_quarantine_left_by_a_dead_push_is_cleared(live_server: str, keys: Key
     commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")})
     assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
     assert not left.exists() and not list(objects.glob("incoming-*"))
+
+
+def test_a_body_edited_in_a_clone_takes_its_title_along_unless_the_title_was_set_by_hand(
+        live_server: str, keys: Keys, svc: MemoryService, remember: Callable[..., str], tmp_path: Path) -> None:
+    derived = svc.show("default", remember("Deploys happen on Tuesdays only"))
+    named = svc.show("default", remember("Releases are tagged on Fridays", title="Release tags"))
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    edits = {m.path: (work / m.path).read_text().replace(old, new) for m, old, new in (
+        (derived, "\n\nDeploys happen on Tuesdays only", "\n\nDeploys happen on Tuesdays and Wednesdays only"),
+        (named, "\n\nReleases are tagged on Fridays", "\n\nReleases are tagged on Thursdays"))}
+    commit(work, edits, "Wednesdays and Thursdays")  # only the bodies: the frontmatter is as it was
+    pushed = push(keys.writer, work, "HEAD:refs/for/main")
+    assert pushed.returncode == 0, pushed.stderr
+    svc.reviews.approve("default", 1, actor="reviewer")
+    followed, kept = svc.show("default", derived.id), svc.show("default", named.id)
+    assert followed.text == "Deploys happen on Tuesdays and Wednesdays only"
+    assert followed.title == followed.description == "Deploys happen on Tuesdays and Wednesdays only"
+    assert (kept.title, kept.description) == ("Release tags", "Releases are tagged on Thursdays")
+    index = svc.export("default", "memory-md")
+    assert "**Deploys happen on Tuesdays and Wednesdays only**" in index and "Tuesdays only**" not in index
+    # A reviewer's push straight to main is completed the same way, and git pull brings it back.
+    work2 = clone(live_server, keys.reviewer, tmp_path / "w2")
+    edited = (work2 / followed.path).read_text().replace("\n\nDeploys happen on Tuesdays and Wednesdays only",
+                                                          "\n\nDeploys happen on Tuesdays only")
+    commit(work2, {followed.path: edited})
+    again = push(keys.reviewer, work2, "HEAD:main")
+    assert again.returncode == 0 and "titles that follow an edited text" in again.stderr, again.stderr
+    assert svc.show("default", derived.id).title == "Deploys happen on Tuesdays only"
+    assert git(*with_key(keys.reviewer), "pull", "-q", "--ff-only", cwd=work2).returncode == 0
+    assert "title: Deploys happen on Tuesdays only\n" in (work2 / followed.path).read_text()
+    fsck(svc)
