@@ -481,7 +481,7 @@ def status_blocks(status: Mapping[str, Any]) -> list[Block]:
     by_type = {k: v for k, v in status.get("by_type", {}).items() if v}
     tiers = status.get("by_tier", {})
     lines = [
-        f"*Namespace `{escape(str(status.get('namespace')))}`*: {status.get('total', 0)} memories",
+        f"*Namespace `{escape(str(status.get('namespace')))}`*: {plural(int(status.get('total', 0)), 'memory')}",
         "by state: " + ", ".join(f"{k} {v}" for k, v in by_state.items()),
         "by type: " + (", ".join(f"{k} {v}" for k, v in by_type.items()) or "none yet"),
         "active memories by potency: " + ", ".join(f"{k} {v}" for k, v in tiers.items()),

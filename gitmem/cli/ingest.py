@@ -87,8 +87,8 @@ def _report(done: Ingested, namespace: str, fmt: str | None = None, skipped: int
     if a is not None:
         more = f", {a.repeated} seen before" if a.repeated else ""
         more += f", {a.masked} secrets masked" if a.masked else ""
-        more += f" ({fmt}; {skipped} lines of tool output and bookkeeping skipped)" if skipped else ""
-        click.echo(f"conversation {a.conversation}: {a.added} new messages{more}")
+        more += f" ({fmt}; {plural(skipped, 'line')} of tool output and bookkeeping skipped)" if skipped else ""
+        click.echo(f"conversation {a.conversation}: {plural(a.added, 'new message')}{more}")
     for d in done.distilled:
         if d.outcome == "failed":
             click.echo(f"buffer {d.buffer[:12]}: not distilled, kept to try again later: {d.error}")
@@ -104,7 +104,7 @@ def _report(done: Ingested, namespace: str, fmt: str | None = None, skipped: int
     if done.queued:
         click.echo(f"{plural(len(done.queued), 'buffer')} queued for the workers")
     if a is not None and a.active_tokens and not done.distilled and not done.queued:
-        click.echo(f"{a.active_tokens} tokens wait in the buffer (`gitmem ingest --flush` distils them now)")
+        click.echo(f"{plural(a.active_tokens, 'token')} wait in the buffer (`gitmem ingest --flush` distils them now)")
     if any(d.commit for d in done.distilled):
         click.echo("pending memories are never given to agents until consolidation promotes them; "
                    f"`gitmem show ID --namespace {namespace}` shows one")

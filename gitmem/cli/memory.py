@@ -317,7 +317,7 @@ def status(namespace: str | None, as_json: bool) -> None:
         click.echo("  tiers: " + "  ".join(f"{k} {v}" for k, v in data["by_tier"].items()))
         click.echo("  " + "  ".join(f"{k} {v}" for k, v in data["by_type"].items() if v))
         if data["pending_uses"]:
-            click.echo(f"  {data['pending_uses']} uses not yet folded into the files")
+            click.echo(f"  {plural(data['pending_uses'], 'use')} not yet folded into the files")
         for path, reason in data["malformed"].items():
             click.echo(f"  malformed: {path}: {reason}")
         for name, mirror in data.get("mirrors", {}).items():
