@@ -33,6 +33,7 @@ from .repo import rewrite as history
 from .reviews import Review, Reviews, completed
 from .semantic import Semantics
 from .settings import Settings
+from .wording import article, plural
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +171,7 @@ class Pushes:
                     "(its page, or `gitmem review reject`)")
         if ref == MAIN:
             if role not in ("reviewer", "admin"):
-                return f"a {role} may not push to main; {HOW_TO_PUSH}"
+                return f"{article(role)} may not push to main; {HOW_TO_PUSH}"
             return None
         if ref == FOR_MAIN or ref.startswith(FOR_MAIN + "%"):
             return None
@@ -212,7 +213,7 @@ class Pushes:
         if back:
             dropped = len(wire.new_commits(quarantine.repo, current, [command.new]))
             return (f"{branch} only moves forward: your push would take it back to {command.new[:10]}, dropping "
-                    f"{dropped} commit(s); to undo a change, revert it (`gitmem revert COMMIT`)")
+                    f"{plural(dropped, 'commit')}; to undo a change, revert it (`gitmem revert COMMIT`)")
         if not forward:
             return (f"{branch} is at {current[:10]}, which your commit does not build on (it moved since you "
                     "fetched, or your history was rewritten); fetch, rebase and push again (`gitmem sync` does "
@@ -293,10 +294,10 @@ class Pushes:
         count = len(store.between(current, command.new))
         outcome.results.append((command.ref, None))
         outcome.main = str(tip.id)
-        outcome.messages.append(f"main is at {str(tip.id)[:10]}: {count} commit(s) from {actor}")
+        outcome.messages.append(f"main is at {str(tip.id)[:10]}: {plural(count, 'commit')} from {actor}")
         if str(tip.id) != command.new:
-            outcome.messages.append("gitmem completed the memory files that lacked its fields (id, created, "
-                                    "potency...) in one more commit: git pull to get it")
+            outcome.messages.append("gitmem completed the memory files in one more commit (the fields it keeps: "
+                                    "id, created, potency...; titles that follow an edited text): git pull to get it")
         self._after_main(ns, current, str(tip.id), actor, count)
 
     def _after_main(self, ns: Namespace, before: str, after: str, actor: str, count: int) -> None:
@@ -308,7 +309,7 @@ class Pushes:
             log.exception("vectors of %s did not catch up after a push; `gitmem vectors` fills them", ns.name)
         notify.publish(self.settings, {"event": "push.merged", "namespace": ns.name, "actor": actor,
                                        "before": before, "after": after, "commits": count,
-                                       "summary": f"{actor} pushed {count} commit(s) to main"})
+                                       "summary": f"{actor} pushed {plural(count, 'commit')} to main"})
         if self.on_main is not None:
             try:
                 self.on_main(ns.name)
@@ -353,11 +354,11 @@ class Pushes:
         where = f"{base_url.rstrip('/')}/ns/{ns.name}/reviews/{review.number}" if base_url else \
             f"`gitmem review show {review.number} --namespace {ns.name}`"
         count = len(plan.summaries)
-        outcome.messages.append(f"review #{review.number} {verb} with {count} commit(s): {where}")
+        outcome.messages.append(f"review #{review.number} {verb} with {plural(count, 'commit')}: {where}")
         if plan.stacks_on is not None:
-            outcome.messages.append(f"it holds only the commits after review #{plan.stacks_on.number} (still open, "
-                                    f"{plan.stacks_on.commit_count} commit(s)); approve #{plan.stacks_on.number} "
-                                    "first")
+            stacked = plan.stacks_on
+            outcome.messages.append(f"it holds only the commits after review #{stacked.number} (still open, "
+                                    f"{plural(stacked.commit_count, 'commit')}); approve #{stacked.number} first")
         outcome.messages.append("nothing reaches main until a reviewer approves it")
 
     def _update_review(self, ns: Namespace, command: wire.RefUpdate, actor: str, base: str, review: Review) -> Review:

@@ -22,6 +22,7 @@ from .errors import InvalidInput, MalformedConcept
 from .repo import is_memory_path, refused_part
 from .repo import receive as wire
 from .settings import Settings
+from .wording import article
 
 # What a pushed README.md may weigh, and how much bigger than its text limit a memory file may be
 # (its frontmatter: tags, paths, confirmations...).
@@ -217,7 +218,7 @@ def _secret(text: str, what: str | None = None) -> str | None:
     if not found:
         return None
     where = what or f"line {found[0].line}"
-    return (f"{where} carries what looks like a {found[0].kind}; remove it (git history keeps it forever, so "
+    return (f"{where} carries what looks like {article(found[0].kind)}; remove it (git history keeps it forever, so "
             "rotate it too) and push again")
 
 

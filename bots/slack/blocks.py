@@ -19,6 +19,7 @@ from urllib.parse import quote
 
 from gitmem.concepts import TYPES, Memory, iso, now, title_from
 from gitmem.templating import render_template
+from gitmem.wording import plural
 
 from .text import SECTION_LIMIT, clip, escape, person
 
@@ -114,7 +115,7 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
     if memory.state == "archived" and memory.archived_reason:
         facts.append(":no_entry_sign: " + escape(clip(memory.archived_reason, 200)))
     if comments:
-        talk = f":speech_balloon: {comments} comment{'s' if comments != 1 else ''}"
+        talk = f":speech_balloon: {plural(comments, 'comment')}"
         if last_comment:
             talk += f", latest: {last_comment}"
         facts.append(talk)
@@ -131,14 +132,24 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
 
 
 def options_mrkdwn(memory: Memory) -> str:
-    """A techchoice's options for a card: one line each with pros and cons, the active one marked."""
+    """A techchoice's options for a card: one line each with what it says of itself, the active one marked.
+
+    Its description, pros and cons, configuration and status, as far as the option has them.
+    """
     active = (memory.active or "").casefold()
     lines = ["*Options*"]
     for option in memory.options:
         mark = " _(active)_" if option.name.casefold() == active else ""
-        pros = "; ".join(escape(p) for p in option.pros) or "-"
-        cons = "; ".join(escape(c) for c in option.cons) or "-"
-        lines.append(f"• *{escape(option.name)}*{mark}: :heavy_plus_sign: {pros}  :heavy_minus_sign: {cons}")
+        parts = [escape(option.description)] if option.description else []
+        if option.pros or option.cons:
+            pros = "; ".join(escape(p) for p in option.pros) or "-"
+            cons = "; ".join(escape(c) for c in option.cons) or "-"
+            parts.append(f":heavy_plus_sign: {pros}  :heavy_minus_sign: {cons}")
+        if option.config:
+            parts.append(f":gear: {escape(option.config)}")
+        if option.status:
+            parts.append(f"_{escape(option.status)}_")
+        lines.append(f"• *{escape(option.name)}*{mark}: " + "  ".join(parts))
     if memory.choices:
         last = memory.choices[-1]
         by = f" by {person(last.by)}" if last.by else ""
@@ -299,7 +310,7 @@ def review_buttons(namespace: str, number: int, block_id: str = REVIEW_ACTIONS_B
     button, and the review refuses to merge any other number.
     """
     value = review_value(namespace, number, count)
-    changes = f"{count} change{'' if count == 1 else 's'}"
+    changes = plural(count, "change")
     if shown is not None and shown >= count:
         text = f"This merges the {changes} listed in this message into main."
     elif shown:
@@ -374,7 +385,7 @@ def review_blocks(namespace: str, review: Mapping[str, Any], summary: str, commi
     if len(open_commits) > len(shown):
         more = len(open_commits) - len(shown)
         where = "on the review page" if url else f"with `gitmem review show {number}`"
-        blocks.append(context(f"…and {more} more change{'' if more == 1 else 's'}, shown {where}."))
+        blocks.append(context(f"…and {plural(more, 'more change')}, shown {where}."))
     if open_commits:
         blocks.append(review_buttons(namespace, number, count=len(open_commits), shown=len(shown), url=url))
     return blocks
@@ -470,12 +481,13 @@ def status_blocks(status: Mapping[str, Any]) -> list[Block]:
     by_type = {k: v for k, v in status.get("by_type", {}).items() if v}
     tiers = status.get("by_tier", {})
     lines = [
-        f"*Namespace `{escape(str(status.get('namespace')))}`*: {status.get('total', 0)} memories",
+        f"*Namespace `{escape(str(status.get('namespace')))}`*: {plural(int(status.get('total', 0)), 'memory')}",
         "by state: " + ", ".join(f"{k} {v}" for k, v in by_state.items()),
         "by type: " + (", ".join(f"{k} {v}" for k, v in by_type.items()) or "none yet"),
         "active memories by potency: " + ", ".join(f"{k} {v}" for k, v in tiers.items()),
         f"head `{str(status.get('head', ''))[:10]}`",
     ]
     if status.get("malformed"):
-        lines.append(f":warning: {len(status['malformed'])} file(s) do not parse; run `gitmem status`")
+        lines.append(f":warning: {plural(len(status['malformed']), 'file')} that gitmem cannot parse; "
+                     "`gitmem status` names them")
     return [text_section("\n".join(lines))]

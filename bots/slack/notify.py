@@ -16,6 +16,7 @@ from slack_sdk.errors import SlackApiError
 from gitmem.errors import GitmemError
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
+from gitmem.wording import plural
 
 from .app import web_client
 from .blocks import context, merge_as_commit, review_blocks, review_outcome, review_url
@@ -30,7 +31,7 @@ def _pushed(settings: Settings, namespace: str, event: Mapping[str, Any]) -> Non
     """Say in the review channel that someone pushed straight to main (a reviewer's ``git push``)."""
     actor, count = str(event.get("actor") or "someone"), int(event.get("commits") or 0)
     after = str(event.get("after") or "")
-    text = f"{escape(actor)} pushed {count} commit(s) to main in {escape(namespace)} (now {escape(after[:10])})"
+    text = f"{escape(actor)} pushed {plural(count, 'commit')} to main in {escape(namespace)} (now {escape(after[:10])})"
     assert settings.slack_review_channel is not None
     try:
         web_client(settings).chat_postMessage(channel=settings.slack_review_channel, text=text)

@@ -200,7 +200,7 @@ def register(app: App, bot: Bot) -> None:
         where = f" in <#{settings.slack_review_channel}>" if settings.slack_review_channel else ""
         respond(replace_original=True, text=f":hourglass_flowing_sand: Consolidating `{escape(namespace)}`…")
         try:
-            sent = bot.service.dispatch(namespace)
+            sent = bot.service.dispatch(namespace, started_by=f"{actor(body['user']['id'])} (Slack)")
         except GitmemError as exc:
             respond(replace_original=True, text=error_text(str(exc)))
             return

@@ -11,6 +11,7 @@ import click
 
 from ..agents import CLIENTS, KEY_VARIABLE, Target, hook_folder, hook_output, hook_transcript
 from ..errors import GitmemError, InvalidInput, Unavailable
+from ..wording import plural
 
 if TYPE_CHECKING:
     import httpx
@@ -134,7 +135,7 @@ def _ingest_session(client: str, raw: str, url: str | None, namespace: str) -> s
     if url is None:
         done = service().ingest(namespace, conversation, messages, source="claude-code", meta=read.meta, flush=True)
         added = done.accepted.added if done.accepted else 0
-        return f"gitmem: {added} new messages of session {conversation} ingested"
+        return f"gitmem: {plural(added, 'new message')} of session {conversation} ingested"
     base = url.strip().rstrip("/").removesuffix("/mcp")
     key = os.environ.get(KEY_VARIABLE) or read_keys().get(base)
     if not key:
@@ -148,7 +149,7 @@ def _ingest_session(client: str, raw: str, url: str | None, namespace: str) -> s
         if response.status_code != 202:
             raise InvalidInput(f"{base} answered {response.status_code}: {response.text[:200]}")
         added += int(response.json().get("added", 0))
-    return f"gitmem: {added} new messages of session {conversation} sent to {base}"
+    return f"gitmem: {plural(added, 'new message')} of session {conversation} sent to {base}"
 
 
 def _remote_context(url: str, namespace: str, files: list[str], limit: int) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..service import REVIEW_STATUSES, summarise
+from ..wording import plural
 from .base import actor_of, emit, json_option, main, namespace_option, ns_name, service, settings
 
 if TYPE_CHECKING:  # imported in the commands: consolidation pulls in the LLM client, slow to load
@@ -84,7 +85,7 @@ def consolidate_command(dry_run: bool, queue: bool, namespace: str | None, as_js
         if done >= total:
             click.echo("", err=True)
 
-    sent = svc.dispatch(name, background=queue, progress=progress)
+    sent = svc.dispatch(name, background=queue, progress=progress, started_by=f"{actor_of(None)} (gitmem consolidate)")
     if sent.result is None:
         emit({"namespace": name, "task": sent.task}, as_json,
              lambda: click.echo(f"consolidation of {name} queued as task {sent.task}"))
@@ -214,7 +215,7 @@ def review_comment(number: int, text: str, actor: str | None, namespace: str | N
     """Add a comment to a review's thread."""
     found = service().reviews.comment(ns_name(namespace), number, actor=_actor(actor), text=text)
     emit(found.to_dict(), as_json,
-         lambda: click.echo(f"review #{found.number}: {len(found.comments)} comments"))
+         lambda: click.echo(f"review #{found.number}: {plural(len(found.comments), 'comment')}"))
 
 
 @main.command()

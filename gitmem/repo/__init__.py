@@ -41,7 +41,7 @@ from .index import (
     techs_of,
     text_hash,
 )
-from .keys import ALL_NAMESPACES, ROLES, ApiKey, KeyStore, refusal, role_rank
+from .keys import ALL_NAMESPACES, KINDS, ROLES, ApiKey, KeyStore, refusal, role_rank
 from .namespace import DISCUSSIONS, REPO_README, Namespace, Namespaces, Plan, check_namespace
 from .packing import ObjectCounts
 from .replays import RedisReplayGuard, ReplayGuard, SqliteReplayGuard
@@ -55,7 +55,7 @@ from .workspace import file_heads, files_in_play
 
 __all__ = [
     "ALL_NAMESPACES", "DISCUSSIONS", "MAIN", "REPO_README", "ROLES", "AlreadyRunning", "ApiKey", "Appended",
-    "Buffered", "Buffers", "Candidate", "Sealed",
+    "Buffered", "Buffers", "Candidate", "KINDS", "Sealed",
     "Change", "Commit", "CommitInfo", "Fence", "FileChange", "Guard", "KeyStore", "Leases", "LocalFence",
     "Namespace", "Namespaces", "ObjectCounts", "Plan", "RedisReplayGuard", "ReplayGuard", "Row", "RunState",
     "SearchIndex", "SqliteReplayGuard", "Store", "UsageLog", "VectorStore", "Watch", "WatchList", "check_channel",

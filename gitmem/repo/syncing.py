@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..concepts import TYPES
 from ..errors import Conflict, InvalidInput, PermissionDenied, SyncConflict, Unavailable
+from ..wording import plural
 from .packing import git_program
 from .rewrite import RECORDS
 
@@ -244,7 +245,7 @@ def _commit(clone: Clone, result: SyncResult, message: str | None, *, removals: 
     result.committed = [s for s in clone.out("diff", "--cached", "--name-only").split("\n") if s]
     if not result.committed:
         return
-    summary = message or f"{len(result.committed)} memory file(s) edited by hand"
+    summary = message or f"{plural(len(result.committed), 'memory file')} edited by hand"
     clone.run("commit", "-q", "-m", summary)
     result.commit = clone.out("rev-parse", "HEAD")
 

@@ -27,7 +27,8 @@ from ..errors import (
     RefRaceLost,
     StaleReview,
 )
-from ..repo import MAIN, Change, Commit, Guard, Store, is_memory_path
+from ..repo import MAIN, Change, Commit, FileChange, Guard, Store, is_memory_path
+from ..wording import plural
 from .diffs import digest, memory_diffs, parsed, placeholder_id
 from .records import CLOSED_PREFIX, Review, ReviewRecords, actor_name, review_number
 from .staleness import advice, changed_on_main, stale_message, stale_note, stale_reason, status_of
@@ -159,7 +160,7 @@ class ReviewDecisions(ReviewRecords):
                     raise StaleReview(stale_message(number, every, stale))
                 if expected is not None and len(selected) != expected:
                     went = f" ({len(stale)} went stale meanwhile)" if stale else ""
-                    raise Conflict(f"review #{number} has {len(selected)} commit(s) to merge now, not the "
+                    raise Conflict(f"review #{number} has {plural(len(selected), 'commit')} to merge now, not the "
                                    f"{expected} you saw{went}; nothing was merged: look at it again")
                 tip = main
                 try:
@@ -334,7 +335,7 @@ class ReviewDecisions(ReviewRecords):
             return replace(current, status=status_of(every, states), commit_states=states, commit_notes=notes,
                            stale_reason=stale_reason(every, states, notes), updated=now())
 
-        marked = self._save(namespace, review.number, update, f"{len(stale)} commit(s) stale", actor)
+        marked = self._save(namespace, review.number, update, f"{plural(len(stale), 'commit')} stale", actor)
         self._publish(namespace, marked)
         return marked
 
@@ -355,7 +356,9 @@ def completed(store: Store, tip: Commit, since: Commit, actor: str, *, author: s
     """``tip``, or one more commit on it that completes the memory files changed since ``since``.
 
     A file pushed over git may lack gitmem's own fields (a plain OKF file with only ``type``):
-    when it reaches main it gets them (:func:`gitmem.concepts.complete`), in one commit.
+    when it reaches main it gets them (:func:`gitmem.concepts.complete`), in one commit. A file
+    whose text was edited by hand gets the title and description the new text gives, where the
+    old ones were taken from the old text (one set by hand stays).
     """
     files: dict[str, bytes | None] = {}
     ids: list[str] = []
@@ -364,7 +367,8 @@ def completed(store: Store, tip: Commit, since: Commit, actor: str, *, author: s
             continue
         data = store.read(change.new_path, tip)
         try:
-            done = None if data is None else concepts.complete(data, change.new_path, author=author)
+            done = None if data is None else concepts.complete(data, change.new_path, author=author,
+                                                                before=_before(change))
         except MalformedConcept:
             continue  # the push was checked; a file that does not parse now is left as it is
         if done is not None:
@@ -372,11 +376,23 @@ def completed(store: Store, tip: Commit, since: Commit, actor: str, *, author: s
             ids.append(concepts.parse(done, change.new_path).id)
     if not files:
         return tip
-    completing = Change(files, f"complete {len(files)} memory file(s) pushed without gitmem's fields", "complete",
-                        tuple(ids), "import", actor,
-                        body="Gave them an id and the fields gitmem keeps (created, potency, state...).")
+    summary = f"complete {plural(len(files), 'pushed memory file')}"
+    completing = Change(files, summary, "complete", tuple(ids), "import", actor,
+                        body="Gave the files without them an id and the fields gitmem keeps (created, potency, "
+                             "state...), and edited texts the title and description they give, where those "
+                             "had been taken from the text.")
     return store.commit(str(store.write_commit(tip, completing)))
 
+
+
+def _before(change: FileChange) -> concepts.Memory | None:
+    """The memory a pushed file changed, as it was; None for a new file (or one that did not parse)."""
+    if change.old_path is None or change.old_text is None or not is_memory_path(change.old_path):
+        return None
+    try:
+        return concepts.parse(change.old_text.encode("utf-8"), change.old_path)
+    except MalformedConcept:
+        return None
 
 
 def merge_fields(base: concepts.Memory, mine: concepts.Memory, theirs: concepts.Memory) -> concepts.Memory:

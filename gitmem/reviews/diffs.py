@@ -16,6 +16,7 @@ from typing import Any
 from .. import concepts, textdiff
 from ..errors import MalformedConcept
 from ..repo import FileChange, is_memory_path, parse_trailers
+from ..wording import plural
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def summarise(commits: Sequence[ReviewCommit]) -> str:
         kept = len({c.result for c in merges})
         types = Counter(m.type for c in merges for m in c.members)
         by_type = ", ".join(f"{t} {n}" for t, n in types.most_common())
-        parts.append(f"{folded} memories into {kept} ({by_type})")
+        parts.append(f"{plural(folded, 'memory')} into {kept} ({by_type})")
     others: Counter[str] = Counter()
     for c in commits:
         if c.merge:

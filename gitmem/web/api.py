@@ -102,7 +102,7 @@ def remember(ns: str) -> tuple[Response, int]:
                  "reason")
     options = data.get("options")
     if options is not None and not isinstance(options, list):
-        raise InvalidInput("'options' must be a list of {name, pros, cons}")
+        raise InvalidInput("'options' must be a list of {name, pros, cons, description, config, status}")
     author = inputs.string(data, "author")
     if author is not None and author != who.name and who.role != "admin":
         # As the feedback webhook: only an admin key may write in another's name.
@@ -115,7 +115,7 @@ def remember(ns: str) -> tuple[Response, int]:
         title=inputs.string(data, "title"),
         tags=inputs.strings(data, "tags") or (),
         paths=inputs.strings(data, "paths") or (),
-        source=inputs.string(data, "source") or "agent",
+        source=inputs.string(data, "source") or who.source,
         author=author or who.name,
         actor=who.name,
         state=inputs.string(data, "state") or "active",
@@ -186,24 +186,31 @@ def choose(ns: str, memory_id: str) -> Response:
     """Make an option the techchoice's active one, for a reason (writer): an append-only change."""
     who = require(ns, "writer")
     data = inputs.body()
-    inputs.known(data, "option", "reason", "pros", "cons")
+    inputs.known(data, "option", "reason", "pros", "cons", "description", "config", "status")
     result = service().choose(
         ns, memory_id, inputs.string(data, "option", required=True) or "",
         reason=inputs.string(data, "reason", required=True) or "",
-        pros=inputs.strings(data, "pros") or (), cons=inputs.strings(data, "cons") or (), actor=who.name,
+        pros=inputs.strings(data, "pros") or (), cons=inputs.strings(data, "cons") or (),
+        description=inputs.string(data, "description"), config=inputs.string(data, "config"),
+        status=inputs.string(data, "status"), actor=who.name,
     )
     return jsonify(result.to_dict())
 
 
 @bp.post("/namespaces/<ns>/import")
 def import_memories(ns: str) -> Response:
-    """Import another store's memories, given as files, in one commit (admin); ``dry_run`` writes nothing."""
+    """Import another store's memories, given as files, in one commit (admin); ``dry_run`` writes nothing.
+
+    A namespace that does not exist yet is created, as ``POST /namespaces`` would for the same
+    admin key (a dry run creates none and reports the import into an empty one).
+    """
     who = require(ns, "admin")
     data = inputs.body()
     inputs.known(data, "format", "files", "dry_run")
     fmt = inputs.string(data, "format", required=True) or ""
     dry_run = inputs.boolean(data, "dry_run") or False
-    report = service().import_memories(ns, fmt, data.get("files"), dry_run=dry_run, actor=who.name, origin="the API")
+    report = service().import_memories(ns, fmt, data.get("files"), dry_run=dry_run, actor=who.name, origin="the API",
+                                       create=True)
     return jsonify(report.to_dict())
 
 
@@ -307,12 +314,12 @@ def consolidate(ns: str) -> tuple[Response, int]:
     data = inputs.body()
     inputs.known(data, "dry_run")
     dry_run = bool(inputs.boolean(data, "dry_run"))
-    require(ns, "reader" if dry_run else "writer")
+    who = require(ns, "reader" if dry_run else "writer")
     if dry_run:
         return jsonify({"dry_run": True, "plan": service().plan(ns).to_dict()}), 200
     try:
         # A request never waits for a run: it goes to the workers.
-        sent = service().dispatch(ns, background=True)
+        sent = service().dispatch(ns, background=True, started_by=f"{who.name} (the API)")
     except (OSError, OperationalError) as exc:
         raise Unavailable(f"the task broker did not answer ({exc}); try again later") from None
     return jsonify({"dry_run": False, "task_id": sent.task, "status": "queued"}), 202

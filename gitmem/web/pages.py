@@ -41,6 +41,7 @@ from ..concepts import STATES, TYPES, iso
 from ..errors import GitmemError, MemoryNotFound, PermissionDenied
 from ..service import REVIEW_STATUSES, summarise
 from ..templating import templates_dir
+from ..wording import article, plural
 from .api import review_number, reviews, service
 from .auth import Caller, Unauthenticated, end_session, keystore, require, session_key, start_session
 
@@ -76,6 +77,11 @@ def _iso(moment: Any) -> str:
     return iso(moment) if isinstance(moment, datetime) else str(moment or "")
 
 
+# "1 commit", "2 commits"; "an admin": the wording every surface shares (gitmem.wording).
+bp.add_app_template_filter(plural, "plural")
+bp.add_app_template_filter(article, "article")
+
+
 @bp.app_template_filter("timestamp")
 def _timestamp(seconds: Any) -> str:
     return iso(datetime.fromtimestamp(int(seconds), UTC))
@@ -101,7 +107,7 @@ def human_time(moment: Any, at: datetime | None = None) -> str:
             n = int(seconds // size)
             if unit == "day" and n == 1:
                 return "yesterday"
-            return f"{n} {unit}{'' if n == 1 else 's'} ago"
+            return f"{plural(n, unit)} ago"
     return when.strftime("%-d %b %Y")
 
 
@@ -421,7 +427,8 @@ def review_action(ns: str, number: str) -> BaseResponse:
             done = reviews().approve(ns, n, actor=who.name, expected=int(expected), admin=who.allows(ns, "admin"))
             states = list(done.commit_states.values())
             stale = states.count("stale")
-            flash(f"Merged {states.count('merged')} of {max(done.commit_count, len(states))} commits."
+            total = plural(max(done.commit_count, len(states)), "commit")
+            flash(f"Merged {states.count('merged')} of {total}."
                   + (f" {stale} no longer appl{'ies' if stale == 1 else 'y'}: see below." if stale else ""), "ok")
 
         return act("", target, approve_all)
@@ -430,7 +437,7 @@ def review_action(ns: str, number: str) -> BaseResponse:
         if not chosen:
             flash("Select the commits to merge first, or approve them all.", "error")
             return back(target)
-        return act(f"Merged {len(chosen)} selected commit{'' if len(chosen) == 1 else 's'}.", target,
+        return act(f"Merged {plural(len(chosen), 'selected commit')}.", target,
                    lambda: reviews().approve(ns, n, actor=who.name, commits=chosen, expected=len(chosen)))
     if action == "reject":
         reason = request.form.get("reason", "")
@@ -438,7 +445,7 @@ def review_action(ns: str, number: str) -> BaseResponse:
     if action == "rerun":
         def rerun() -> None:
             reviews().check(ns, n, actor=who.name)  # a review main has overtaken stops blocking the run
-            sent = service().dispatch(ns, background=True)
+            sent = service().dispatch(ns, background=True, started_by=f"{who.name} (the review page)")
             flash(f"Consolidation queued (task {sent.task}); its review appears in the list when it is ready."
                   if sent.task else "Consolidation ran again.", "ok")
         return act("", target, rerun)

@@ -58,7 +58,7 @@ def test_consolidate_shows_the_plan_and_changes_nothing(slack: Slack, svc: Memor
     head = slack.commits()[0].id
     slack.command("consolidate")
     plan = slack.last("respond")
-    assert "1 clusters of 3 memories" in plan.text
+    assert "1 cluster of 3 memories" in plan.text
     for text in RELATED:
         assert text in plan.text
     assert "gitmem_consolidate_run" in json.dumps(plan.blocks)
@@ -225,7 +225,7 @@ def test_a_push_to_main_is_said_in_the_review_channel(fake_slack: FakeSlack, set
                         "before": "a" * 40, "after": "b" * 40, "summary": "rita pushed 2 commit(s) to main"})
     (posted,) = fake_slack.of("chat.postMessage")
     assert posted.args["channel"] == REVIEW_CHANNEL
-    assert posted.text == "rita &lt;b&gt; pushed 2 commit(s) to main in default (now bbbbbbbbbb)"
+    assert posted.text == "rita &lt;b&gt; pushed 2 commits to main in default (now bbbbbbbbbb)"
 
 
 def test_the_notifier_logs_slack_failures_instead_of_raising(
@@ -286,7 +286,7 @@ def test_a_card_of_100_changes_fits_block_kit_and_says_how_many_approve_merges(
     svc.reviews.approve("default", number, actor="web-user", commits=[first.id])
     head = slack.commits()[0].id
     slack.press(card, "gitmem_review_approve", user=REVIEWER)
-    assert "99 commit(s) to merge now, not the 100 you saw" in slack.last("chat.postEphemeral").text
+    assert "99 commits to merge now, not the 100 you saw" in slack.last("chat.postEphemeral").text
     assert slack.commits()[0].id == head
     # The partial approval redrew the card with what is left to decide and its new count.
     redrawn = [u for u in fake_slack.of("chat.update") if u.args["ts"] == card.response["ts"]][-1]

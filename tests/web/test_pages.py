@@ -448,3 +448,17 @@ def test_a_techchoice_page_shows_its_options_and_choices(page: Page, svc: Memory
     expect(page.locator("#choices li").nth(1)).to_contain_text("by bob: the CI image only has npm")
     expect(page.locator("body")).to_contain_text("active pnpm → npm; choices +npm (the CI image only has npm)")
     page.screenshot(path=str(tmp_path / "techchoice.png"), full_page=True)
+
+
+def test_a_techchoice_page_shows_the_columns_its_options_fill(client: Client, keys: Keys, svc: MemoryService) -> None:
+    options = [{"name": "React 18 + Vite", "description": "the team knows it", "config": "vite.config.ts"},
+               {"name": "Vue 3", "description": "quick to learn", "status": "candidate"}]
+    made = svc.remember("default", "Frontend framework", type="techchoice", options=options,
+                        active="React 18 + Vite").memory
+    assert made is not None
+    signed_in(client, keys.reader)
+    html = client.get(f"/ns/default/memories/{made.id}").get_data(as_text=True)
+    header = html.split('<table class="meta options" id="options">')[1].split("</tr>")[0]
+    assert header.split() == ["<tr><th>Option</th><th>Description</th><th>Configuration</th><th>Status</th>"]
+    assert "<td>the team knows it</td><td>vite.config.ts</td><td>—</td>" in html
+    assert "<td>quick to learn</td><td>—</td><td>candidate</td>" in html

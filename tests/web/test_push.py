@@ -83,7 +83,7 @@ def test_push_to_refs_for_main_opens_a_review_that_approving_merges(
            "Indent with spaces")
     pushed = push(keys.writer, work, "HEAD:refs/for/main")
     assert pushed.returncode == 0, pushed.stderr
-    assert "remote: review #1 opened with 1 commit(s): http://127.0.0.1" in pushed.stderr
+    assert "remote: review #1 opened with 1 commit: http://127.0.0.1" in pushed.stderr
     assert f"{live_server}/ns/default/reviews/1" in pushed.stderr
     assert svc.head("default") == before  # nothing reached main
     review = svc.reviews.get("default", 1)
@@ -292,7 +292,7 @@ def test_only_its_author_updates_a_review_branch(live_server: str, keys: Keys, s
     assert push(keys.writer, work, "HEAD:refs/heads/review/db").returncode == 0
     commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 17")}, "Version 17")
     updated = push(keys.writer, work, "HEAD:refs/heads/review/db")
-    assert updated.returncode == 0 and "review #1 updated with 2 commit(s)" in updated.stderr, updated.stderr
+    assert updated.returncode == 0 and "review #1 updated with 2 commits" in updated.stderr, updated.stderr
     assert svc.reviews.get("default", 1).commit_count == 2
 
     other = clone(live_server, keys.admin, tmp_path / "o")  # an admin may; another writer may not
@@ -397,8 +397,8 @@ def test_stacked_pushes_to_refs_for_main_each_open_a_review_of_their_own_commits
     second = git("rev-parse", "HEAD", cwd=work).stdout.strip()
     stacked = push(keys.writer, work, "HEAD:refs/for/main")
     assert stacked.returncode == 0, stacked.stderr
-    assert "remote: review #2 opened with 1 commit(s)" in stacked.stderr, stacked.stderr
-    assert "it holds only the commits after review #1 (still open, 1 commit(s)); approve #1 first" in stacked.stderr
+    assert "remote: review #2 opened with 1 commit" in stacked.stderr, stacked.stderr
+    assert "it holds only the commits after review #1 (still open, 1 commit); approve #1 first" in stacked.stderr
     one, two = svc.reviews.get("default", 1), svc.reviews.get("default", 2)
     assert [str(c.id) for c in svc.reviews.commits("default", one)] == [first]
     assert [str(c.id) for c in svc.reviews.commits("default", two)] == [second]

@@ -55,7 +55,7 @@ def test_sync_of_a_hand_edited_okf_folder_opens_a_review_and_follows_it(
     done = sync(live_server, keys.writer, folder, home=tmp_path / "h")
     assert done.returncode == 0, done.stderr
     assert "left out (not a memory file): index.md" in done.stdout
-    assert "server: review #1 opened with 1 commit(s)" in done.stdout
+    assert "server: review #1 opened with 1 commit" in done.stdout
     assert svc.head("default") == before  # a writer's edits wait for review
     assert (folder / "README.md").is_file()  # the folder is a whole clone now
 
