@@ -19,6 +19,7 @@ from ..concepts import now
 from ..errors import Conflict, InvalidInput, RefRaceLost, ReviewNotFound
 from ..repo import Change, Commit, Guard, Namespaces, Store
 from ..settings import Settings
+from ..wording import plural
 
 REVIEWS_REF = "refs/gitmem/reviews"
 CLOSED_PREFIX = "refs/gitmem/closed/"
@@ -178,7 +179,8 @@ class ReviewRecords:
                         json.dumps(new.to_dict(), ensure_ascii=False, indent=1).encode() + b"\n")
             if not files:
                 return None
-            return Change(files, f"{len(files)} review(s) follow the rewritten history", "review", (), None, actor)
+            return Change(files, f"{plural(len(files), 'review')} follow the rewritten history", "review", (), None,
+                      actor)
 
         store.transact(plan, REVIEWS_REF)
         return len(changed)
