@@ -36,6 +36,8 @@ class FileDiff:
 
 #: The kinds of change a review commit makes, in the order a review page groups them.
 KINDS = ("merge", "supersede", "link", "edit", "add", "remove", "archive", "promote")
+_DONE = {"link": "linked", "edit": "edited", "add": "added", "remove": "removed", "archive": "archived",
+         "promote": "promoted"}
 
 # Frontmatter fields a reader need not see change: they follow from the text or the moment.
 _QUIET_FIELDS = ("text", "description", "updated", "path")
@@ -147,7 +149,11 @@ class ReviewCommit:
 
 
 def summarise(commits: Sequence[ReviewCommit]) -> str:
-    """What a review changes: ``12 memories into 5 (convention 9, decision 3); 2 archived``."""
+    """What a review changes: ``12 memories into 5 (convention 9, decision 3); linked 4; archived 2``.
+
+    Counted as a consolidation run counts its title (:func:`gitmem.consolidate.summarise`), so
+    the two agree.
+    """
     merges = [c for c in commits if c.merge]
     parts = []
     if merges:
@@ -157,8 +163,11 @@ def summarise(commits: Sequence[ReviewCommit]) -> str:
         types = Counter(m.type for c in merges for m in c.members)
         by_type = ", ".join(f"{t} {n}" for t, n in types.most_common())
         parts.append(f"{folded} memories into {kept} ({by_type})")
-    others = Counter(c.action for c in commits if not c.merge)
-    parts += [f"{n} {action}" for action, n in sorted(others.items())]
+    # A pending memory discarded is archived too, but a run's title says "discarded": so does this.
+    others = Counter("discarded" if c.action == "discard" else _DONE.get(c.kind, c.kind)
+                     for c in commits if not c.merge)
+    order = [_DONE.get(k, k) for k in KINDS] + ["discarded"]
+    parts += [f"{done} {others[done]}" for done in order if others[done]]
     return "; ".join(parts) or "no changes"
 
 
