@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from .. import concepts, textdiff
@@ -39,7 +40,7 @@ class Decision:
     results: int = 0  # memories left of them
     removed: tuple[str, ...] = ()  # the texts of the memories the change removes
 
-    @property
+    @cached_property
     def lost(self) -> list[str]:
         """The words of the memories the change removes that the text kept lacks (as a review shows them)."""
         if self.after is None:
@@ -263,8 +264,10 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
         if progress is not None:
             progress(done, total, label)
 
+    lossless = 0
+
     def full() -> bool:
-        return at_most is not None and sum(1 for d in decisions if d.change is not None and not d.lost) >= at_most
+        return at_most is not None and lossless >= at_most
 
     for cluster in sorted(plan_.clusters, key=lambda c: -plan_.used([m.id for m in c.members])):
         if full():
@@ -282,6 +285,7 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
                     down, failures = str(exc), failures + 1
                     pair = PairDecision("ignore", None, f"not decided: {exc}")
             decisions.append(_pair_change(cluster, pair, plan_))
+            lossless += int(decisions[-1].change is not None and not decisions[-1].lost)
         else:
             merge: MergeDecision = MergeDecision(None, f"not asked: {down}")
             if down is None:
@@ -291,10 +295,12 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
                     down, failures = str(exc), failures + 1
                     merge = MergeDecision(None, f"not decided: {exc}")
             decisions.append(_merge_change(cluster, merge, plan_, paths, pair_threshold))
+            lossless += int(decisions[-1].change is not None and not decisions[-1].lost)
         tick(cluster.members[0].title)
     for item in plan_.lifecycle:
         if item.action != "judge":
             decisions.append(_lifecycle_change(item, item.action, item.reason, plan_.at))
+            lossless += int(decisions[-1].change is not None)
             continue
         if full():
             decisions.append(Decision("later", (item.memory.id,), LATER))
@@ -309,6 +315,7 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
                 judgement = Judgement("keep", f"not decided: {exc}")
         reason = f"{item.reason}; the model: {judgement.reason}"
         decisions.append(_lifecycle_change(item, judgement.verdict, reason, plan_.at))
+        lossless += int(decisions[-1].change is not None)
         tick(item.memory.title)
     return decisions, failures
 

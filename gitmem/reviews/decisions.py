@@ -85,7 +85,8 @@ class ReviewDecisions(ReviewRecords):
         if reason is not None and not isinstance(reason, str):
             raise InvalidInput("the reason must be text")
         if not (reason or "").strip() and (commits is None or len(commits) != 1):
-            raise InvalidInput("say why you reject it: a reason is required, so the author knows what to change")
+            raise InvalidInput("say why you reject it (--reason): a reason is required, so the author knows what "
+                               "to change")
         text = concepts.clean_text(reason, limit=self.settings.max_text_chars, what="reason") \
             if (reason or "").strip() else None
         current = self.get(namespace, number)
@@ -94,7 +95,9 @@ class ReviewDecisions(ReviewRecords):
         _same_version(current, version)
         every = self.commits(namespace, current)
         picked = self._select(every, current, commits, number, "reject")
-        turned = [c for c in every if current.state_of(str(c.id)) != "merged"] if picked is None else picked
+        # The rest: what is neither merged nor turned down already (open, or stale).
+        turned = [c for c in every if current.state_of(str(c.id)) not in ("merged", "skipped")] \
+            if picked is None else picked
         if expected is not None and len(turned) != expected:
             raise Conflict(f"review #{number} has {len(turned)} commit(s) to turn down now, not the {expected} you "
                            "saw; nothing was decided: look at it again")
@@ -346,6 +349,8 @@ class ReviewDecisions(ReviewRecords):
                            stale_reason=stale_reason(every, states, notes), updated=now())
 
         marked = self._save(namespace, review.number, update, f"{len(stale)} commit(s) stale", actor)
+        if marked.status != "open":  # nothing left to decide: the review closes
+            self._retire_branch(namespace, marked)
         self._publish(namespace, marked)
         return marked
 

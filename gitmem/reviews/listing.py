@@ -11,6 +11,8 @@ import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 from ..errors import InvalidInput
 from .diffs import KINDS, ReviewCommit
@@ -44,9 +46,9 @@ class Filter:
             number = int(page)
         return cls(kind or None, state or None, lossy in ("1", "on", "yes", "true"), number)
 
-    def query(self, **changes: object) -> dict[str, object]:
+    def query(self, **changes: Any) -> dict[str, Any]:
         """This filter as query arguments for a link, with ``changes`` made (None drops one)."""
-        values: dict[str, object] = {"kind": self.kind, "state": self.state, "lossy": 1 if self.lossy else None,
+        values: dict[str, Any] = {"kind": self.kind, "state": self.state, "lossy": 1 if self.lossy else None,
                                      "page": self.page if self.page > 1 else None}
         values.update(changes)
         return {k: v for k, v in values.items() if v not in (None, "", False)}
@@ -79,12 +81,22 @@ class Listing:
         """The commits the filter keeps, by kind, for a table of contents."""
         return [(k, [c for c in self.shown if c.kind == k]) for k in KINDS if any(c.kind == k for c in self.shown)]
 
+    @cached_property
+    def _pages(self) -> dict[str, int]:
+        return {commit.id: index // PER_PAGE + 1 for index, commit in enumerate(self.shown)}
+
     def page_of(self, commit_id: str) -> int:
         """The page (of the filtered list) a commit is on; 1 when the filter hides it."""
-        for index, commit in enumerate(self.shown):
-            if commit.id == commit_id:
-                return index // PER_PAGE + 1
-        return 1
+        return self._pages.get(commit_id, 1)
+
+    def on_page(self, commit: ReviewCommit) -> bool:
+        """Whether ``commit`` is one of this page's."""
+        return any(c.id == commit.id for c in self.page)
+
+    def link(self, commit: ReviewCommit) -> dict[str, Any]:
+        """The query of the page that shows ``commit`` under this filter (for a link with its anchor)."""
+        page = self.page_of(commit.id)
+        return self.filter.query(page=page if page > 1 else None)
 
     def next_undecided(self, after: str | None = None) -> ReviewCommit | None:
         """The first open commit the filter keeps after ``after`` (from the top when None), wrapping round."""

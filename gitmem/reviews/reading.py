@@ -9,11 +9,11 @@ from collections import OrderedDict
 from collections.abc import Collection
 from dataclasses import replace
 
-from ..errors import InvalidInput, MemoryNotFound
+from ..errors import CommitNotFound, InvalidInput, MemoryNotFound
 from ..repo import MAIN, Commit, CommitInfo, Store, parse_trailers
 from .diffs import FileDiff, MemoryDiff, ReviewCommit, after_text, body, memory_diffs, with_result
 from .listing import Filter, Listing, arrange
-from .records import ReviewRecords
+from .records import Review, ReviewRecords
 from .staleness import changed_on_main, stale_note_about
 
 
@@ -47,12 +47,47 @@ class ReviewReading(ReviewRecords):
             out.append(replace(item, state=state, note=note))
         return out
 
-    def browse(self, namespace: str, number: int, chosen: Filter | None = None) -> Listing:
-        """The review as a page shows it: every commit grouped by kind, filtered, one page in detail."""
+    def browse(self, namespace: str, number: int, *, kind: str | None = None, state: str | None = None,
+               lossy: str | None = None, page: str | None = None) -> Listing:
+        """The review as a page shows it: every commit grouped by kind, filtered, one page in detail.
+
+        The filter comes as a page's query gives it (strings; empty is no filter): ``kind`` of
+        change, commit ``state``, ``lossy`` ("1": only changes that lose words) and ``page``.
+        """
+        chosen = Filter.of(kind, state, lossy, page)
         light = arrange(self.diff(namespace, number, detail=()), chosen)
         detailed = {c.id: c for c in self.diff(namespace, number, detail={c.id for c in light.page})
                     if c.id in {p.id for p in light.page}}
         return replace(light, page=tuple(detailed.get(c.id, c) for c in light.page))
+
+    def pull_advice(self, namespace: str, review: Review) -> str | None:
+        """What the author of a pushed review does in their clone to be back in step with main, or None.
+
+        While main has not moved since the push, approving lands the pushed commits as they are
+        and ``git pull`` fast-forwards; once main moved, they are replayed with new ids and
+        ``git pull --rebase`` drops the author's copies of them.
+        """
+        if review.kind != "push":
+            return None
+        store = self.namespaces.open(namespace).store
+        main = store.head(MAIN)
+        if review.status == "open":
+            if store.is_ancestor(main, store.commit(review.head)):  # main is the base, or commits of it
+                return ("main has not moved since this push: approving lands its commits as they are, and "
+                        "`git pull` in the pusher's clone fast-forwards to them")
+            return ("main has moved since this push was based: approving replays its commits onto main with new "
+                    "ids, so the pusher runs `git pull --rebase` afterwards to get back in step")
+        merged = [c for c, state in review.commit_states.items() if state == "merged"]
+        if not merged:
+            return None
+        try:
+            landed = all(store.is_ancestor(store.commit(c), main) for c in merged)
+        except CommitNotFound:
+            landed = False
+        if landed:
+            return "the pushed commits landed on main as they are: `git pull` fast-forwards a clone to them"
+        return ("main had moved, so the pushed commits were replayed onto it with new ids: in the pusher's clone, "
+                "`git pull --rebase` gets back in step")
 
     def commit_info(self, namespace: str, commit_id: str) -> CommitInfo:
         """One commit of the repository as front ends show it (its summary, actor, action, trailers)."""
