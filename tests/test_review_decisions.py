@@ -148,7 +148,7 @@ def test_turning_down_some_commits_keeps_the_rest_decidable(svc: MemoryService) 
     svc.reviews.approve("default", number, actor="alice", commits=[first])
     last = svc.reviews.reject("default", number, actor="alice", commits=[third], reason="Postgres stays on 15")
     assert last.status == "merged" and last.label == "partly merged (1 of 3)"
-    assert last.comments[-1]["text"] == "Turned down 1 commit(s): Postgres stays on 15"
+    assert last.comments[-1]["text"] == "Postgres stays on 15"  # the last decision: about what was left
     assert svc.reviews.get("default", number).to_dict()["label"] == "partly merged (1 of 3)"
 
 

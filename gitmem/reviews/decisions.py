@@ -114,13 +114,14 @@ class ReviewDecisions(ReviewRecords):
                     raise Conflict(f"commit {commit_id[:10]} of review #{number} was merged meanwhile; "
                                    "nothing was decided: look at it again")
                 states[commit_id] = "skipped"
-            comments = review.comments
-            if text is not None:
-                said = text if picked is None else f"Turned down {len(skipped)} commit(s): {text}"
-                comments = [*comments, {"actor": actor, "at": concepts.iso(now()), "text": said}]
             status = status_of(every, states)
             if picked is None:
                 status = "merged" if "merged" in states.values() else "rejected"
+            comments = review.comments
+            if text is not None:
+                # While commits are left to decide, say which part of the review the reason is about.
+                said = f"Turned down {len(skipped)} commit(s): {text}" if status == "open" else text
+                comments = [*comments, {"actor": actor, "at": concepts.iso(now()), "text": said}]
             return replace(review, status=status, decided_by=actor, updated=now(), comments=comments,
                            commit_states=states, rejected=[*review.rejected, *remembered])
 
