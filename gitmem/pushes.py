@@ -383,6 +383,9 @@ class Pushes:
             f"`gitmem review show {review.number} --namespace {ns.name}`"
         outcome.messages.append(f"review #{review.number} {verb} with {len(commits)} commit(s): {where}")
         outcome.messages.append("nothing reaches main until a reviewer approves it")
+        advice = self.reviews.pull_advice(ns.name, review, pusher=True)
+        if advice:  # how the pusher's clone gets back in step once it is approved
+            outcome.messages.append(advice)
 
     def _update_review(self, ns: Namespace, command: wire.RefUpdate, actor: str, base: str) -> Review:
         """A push to an existing review branch: move it (a rebase may rewrite it) and point its open review at it."""

@@ -60,12 +60,13 @@ class ReviewReading(ReviewRecords):
                     if c.id in {p.id for p in light.page}}
         return replace(light, page=tuple(detailed.get(c.id, c) for c in light.page))
 
-    def pull_advice(self, namespace: str, review: Review) -> str | None:
+    def pull_advice(self, namespace: str, review: Review, *, pusher: bool = False) -> str | None:
         """What the author of a pushed review does in their clone to be back in step with main, or None.
 
         While main has not moved since the push, approving lands the pushed commits as they are
         and ``git pull`` fast-forwards; once main moved, they are replayed with new ids and
-        ``git pull --rebase`` drops the author's copies of them.
+        ``git pull --rebase`` drops the author's copies of them. ``pusher``: said to the one who
+        pushed (the push's reply), not to a reviewer.
         """
         if review.kind != "push":
             return None
@@ -73,8 +74,14 @@ class ReviewReading(ReviewRecords):
         main = store.head(MAIN)
         if review.status == "open":
             if store.is_ancestor(main, store.commit(review.head)):  # main is the base, or commits of it
+                if pusher:
+                    return ("main has not moved since your commits' base: once approved, `git pull` fast-forwards "
+                            "to them as they are (while main does not move before the approval)")
                 return ("main has not moved since this push: approving lands its commits as they are, and "
                         "`git pull` in the pusher's clone fast-forwards to them")
+            if pusher:
+                return ("main has moved since your commits' base: approving replays them onto main with new ids; "
+                        "then `git pull --rebase` gets your clone back in step")
             return ("main has moved since this push was based: approving replays its commits onto main with new "
                     "ids, so the pusher runs `git pull --rebase` afterwards to get back in step")
         merged = [c for c, state in review.commit_states.items() if state == "merged"]
