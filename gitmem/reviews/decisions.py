@@ -29,6 +29,8 @@ from ..errors import (
 )
 from ..repo import MAIN, Change, Commit, Guard, Store, is_memory_path
 from .diffs import digest, memory_diffs, parsed
+from .links import relinked
+from .reading import analysed
 from .records import CLOSED_PREFIX, Review, ReviewRecords, actor_name, review_number
 from .staleness import advice, changed_on_main, stale_message, stale_note, stale_reason, status_of
 
@@ -179,7 +181,7 @@ class ReviewDecisions(ReviewRecords):
             still = [c for c in every if review.state_of(str(c.id)) == "open"]
             picked = self._select(every, review, commits, number, "approve")
             for _ in range(50):
-                main = store.head(MAIN)
+                main = ns.synced()  # the index too: what links to a merged memory is read from it
                 changed = changed_on_main(store, review)
                 stale = {str(c.id): note for c in (still if picked is None else picked)
                          if (note := stale_note(review, c, store.file_changes(c), changed))}
@@ -201,6 +203,12 @@ class ReviewDecisions(ReviewRecords):
                     stale = {exc.commit: f"{exc}; {advice(review)}"}
                     self._mark_stale(namespace, review, stale, actor)
                     raise StaleReview(stale_message(number, every, stale)) from exc
+                # Links elsewhere to what the review's merges took away follow them (the index is main's).
+                chosen = {str(c.id) for c in selected}
+                gone = self._gone(store, [c for c in every
+                                          if review.state_of(str(c.id)) == "merged" or str(c.id) in chosen])
+                if gone:
+                    tip = relinked(store, tip, ns.index.all(), gone, actor)
                 tip = completed(store, tip, main, actor, author=review.author)  # pushed without gitmem's fields
                 try:
                     store.move_ref(MAIN, tip.id, str(main.id), f"approve review #{number} by {actor}")
@@ -274,6 +282,16 @@ class ReviewDecisions(ReviewRecords):
                 raise Conflict(f"commit {matches[0][:10]} of review #{number} is {state} already")
             chosen.add(matches[0])
         return [c for c in every if str(c.id) in chosen]
+
+    @staticmethod
+    def _gone(store: Store, commits: builtins.list[Commit]) -> dict[str, str]:
+        """The memories the merges among ``commits`` took away, each with the memory it became."""
+        gone: dict[str, str] = {}
+        for commit in commits:
+            item = analysed(store, commit, False)
+            if item.merge and item.result is not None:
+                gone.update({m.id: item.result for m in item.members})
+        return gone
 
     def _apply(self, store: Store, commit: Commit, onto: Commit) -> Commit:
         """``commit`` replayed on ``onto``, taking over what main changed in fields that never make it stale.

@@ -35,7 +35,7 @@ class ReviewReading(ReviewRecords):
         changed = changed_on_main(store, review)
         out = []
         for commit in commits:
-            item = _analysed(store, commit, detail is None or str(commit.id) in detail)
+            item = analysed(store, commit, detail is None or str(commit.id) in detail)
             state = review.state_of(item.id)
             note = review.commit_notes.get(item.id)
             if state == "open" and review.status not in ("open", "stale"):
@@ -156,7 +156,7 @@ _ANALYSED_KEPT = 4096
 _ANALYSED_LOCK = threading.Lock()
 
 
-def _analysed(store: Store, commit: Commit, detailed: bool) -> ReviewCommit:
+def analysed(store: Store, commit: Commit, detailed: bool) -> ReviewCommit:
     """``commit`` as an open review commit: its reason, what it does to each memory, its files' diffs."""
     key = (str(commit.id), detailed)
     with _ANALYSED_LOCK:
