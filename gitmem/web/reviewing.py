@@ -49,7 +49,7 @@ def review(ns: str, number: str) -> Response:
     """Show a review like a pull request: what changes, grouped by kind, a page of commits with their diffs.
 
     ``?kind=``, ``?state=`` and ``?lossy=1`` filter the commits; ``?page=`` pages them;
-    ``?view=split`` shows the files side by side.
+    ``?files=ID`` (or ``all``) shows those commits' file diffs, ``?view=split`` side by side.
     """
     who = signed_in(ns)
     n = review_number(number)
@@ -60,10 +60,19 @@ def review(ns: str, number: str) -> Response:
         "review.html", ns=ns, review=found, listing=listing, commits=listing.ordered,
         summary=summarise(listing.ordered), can_review=who.allows(ns, "reviewer"),
         can_write=who.allows(ns, "writer"), split=request.args.get("view") == "split",
-        pull=reviews().pull_advice(ns, found), where=listing.filter.query()))
+        pull=reviews().pull_advice(ns, found), where=listing.filter.query(),
+        files=_files(request.args.get("files", ""), request.args.get("view") == "split")))
     # Back shows the review as it is now, never a kept copy with boxes ticked for another version.
     page.headers["Cache-Control"] = "no-store"
     return page
+
+
+def _files(asked: str, split: bool) -> str | None:
+    """Whose file diffs to show: ``all``, a commit id's first digits, or None (links to them instead)."""
+    if asked == "all" or (split and not asked):
+        return "all"
+    asked = asked.lower()
+    return asked if 4 <= len(asked) <= 40 and all(ch in "0123456789abcdef" for ch in asked) else None
 
 
 def _ids(name: str) -> list[str]:

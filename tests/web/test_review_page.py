@@ -268,6 +268,20 @@ def test_a_push_review_says_how_to_get_back_in_step(client: Client, keys: Keys, 
     assert "`git pull --rebase` afterwards" in html(client, url)
 
 
+def test_file_diffs_come_when_asked_for(client: Client, keys: Keys, svc: MemoryService,
+                                       remember: Callable[..., str]) -> None:
+    number, _ = amend_review(svc, remember, RUNTIMES[:2])
+    signed_in(client, keys.reader)
+    url = f"/ns/default/reviews/{number}"
+    first, second = sections(html(client, url))
+    plain = html(client, url)
+    assert '<pre class="diff' not in plain  # the word diffs say what changes; the files wait
+    assert f'href="{url}?files={first[:10]}#commit-{first[:10]}">Files (1)</a>' in plain
+    asked = html(client, f"{url}?files={first[:10]}")
+    assert asked.count('<pre class="diff') == 1 and "+Python 3.12 is the floor" in asked
+    assert html(client, f"{url}?files=all").count('<pre class="diff') == 2
+
+
 def test_a_review_page_in_other_digits_is_refused(client: Client, keys: Keys, svc: MemoryService,
                                                   remember: Callable[..., str]) -> None:
     for n in range(3):

@@ -75,12 +75,15 @@
     history.replaceState(null, "", "#" + section.id);
   }
   // Arriving at a commit (next undecided, a link, after a decision): focus its Approve button.
-  // After the load, so the browser's own move to the fragment does not take the focus back.
-  window.addEventListener("load", function () {
+  // After the load (or a link within the page), so the browser's own move to the fragment does
+  // not take the focus back.
+  function arrive() {
     if (window.location.hash.indexOf("#commit-") === 0) {
       requestAnimationFrame(function () { focusCommit(document.getElementById(window.location.hash.slice(1))); });
     }
-  });
+  }
+  window.addEventListener("load", arrive);
+  window.addEventListener("hashchange", arrive);
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     var tag = (event.target.tagName || "").toLowerCase();
