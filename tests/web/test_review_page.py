@@ -109,10 +109,15 @@ def test_next_undecided_and_a_decision_land_where_the_reviewer_was(client: Clien
     ids = sections(page1) + sections(html(client, url + "?page=2"))
     assert 'id="next-undecided" class="button primary-link" accesskey="n"' in page1
     assert f'href="#commit-{ids[0][:10]}" id="next-undecided"' in page1
+    # Decided elsewhere meanwhile, the second is not next any more: the third is.
+    svc.reviews.approve("default", number, actor="bob", commits=[ids[1]])
+    page1 = html(client, url)
+    assert f'href="#commit-{ids[0][:10]}" id="next-undecided"' in page1
     done = client.post(url, data={"action": "approve-one", "commit": ids[0], "version": version_of(page1),
                                   "csrf_token": token})
-    assert done.status_code == 303 and done.headers["Location"] == f"{url}#commit-{ids[1][:10]}"
-    assert svc.reviews.get("default", number).commit_states == {ids[0]: "merged"}
+    assert done.status_code == 303 and done.headers["Location"] == f"{url}#commit-{ids[2][:10]}"
+    assert svc.reviews.get("default", number).commit_states == {ids[0]: "merged", ids[1]: "merged"}
+    assert f'href="#commit-{ids[2][:10]}" id="next-undecided"' in html(client, url)
     # The last commit of page 1, skipped: the next undecided is on page 2, under the same filter.
     now = html(client, url)
     skip = client.post(url, data={"action": "skip-one", "commit": ids[19], "version": version_of(now),
@@ -126,7 +131,7 @@ def test_next_undecided_and_a_decision_land_where_the_reviewer_was(client: Clien
                                    "state": "open", "version": version_of(edits), "csrf_token": token})
     assert moved.headers["Location"] == f"{url}?kind=edit&state=open#commit-{following[:10]}"
     merged = html(client, url + "?state=merged")
-    assert len(sections(merged)) == 2 and 'id="review-status">open (2 of 25 merged)<' in merged
+    assert len(sections(merged)) == 3 and 'id="review-status">open (3 of 25 merged)<' in merged
 
 
 def test_a_selection_made_on_an_outdated_page_decides_nothing(client: Client, keys: Keys, svc: MemoryService,
@@ -134,6 +139,8 @@ def test_a_selection_made_on_an_outdated_page_decides_nothing(client: Client, ke
     number, ids = amend_review(svc, remember, RUNTIMES)
     token = signed_in(client, keys.reviewer)
     url = f"/ns/default/reviews/{number}"
+    # Never kept by the browser: Back shows the review as it is, not a copy with boxes ticked.
+    assert client.get(url).headers["Cache-Control"] == "no-store"
     seen = html(client, url)
     commits = sections(seen)
     svc.reviews.approve("default", number, actor="bob", commits=[commits[0]])  # someone else, meanwhile
