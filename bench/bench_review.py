@@ -262,7 +262,10 @@ def approve_one(server: Server, page: bytes) -> None:
     server.actions.append(time.perf_counter() - started)
 
 
-def keys_to_decide(server: Server, browser: Any) -> dict[str, int | None]:
+TAB_LIMIT = 4000
+
+
+def keys_to_decide(server: Server, browser: Any) -> dict[str, int | str | None]:
     """Keys from a freshly loaded page to one change approved: by Tab, and by the page's shortcut."""
     context = browser.new_context(base_url=f"http://127.0.0.1:{server.port}")
     page = context.new_page()
@@ -270,7 +273,7 @@ def keys_to_decide(server: Server, browser: Any) -> dict[str, int | None]:
     page.fill("input[name=key]", server.key)
     page.click("button[type=submit]")
 
-    def tabs_until(selector: str, limit: int = 4000) -> int | None:
+    def tabs_until(selector: str, limit: int = TAB_LIMIT) -> int | None:
         for n in range(1, limit + 1):
             page.keyboard.press("Tab")
             if page.evaluate("s => !!document.activeElement && document.activeElement.matches(s)", selector):
@@ -278,10 +281,11 @@ def keys_to_decide(server: Server, browser: Any) -> dict[str, int | None]:
         return None
 
     page.goto(server.url)
-    out: dict[str, int | None] = {}
+    out: dict[str, int | str | None] = {}
+    more = f"more than {TAB_LIMIT}"
     if page.locator(".approve-one").count():
         tabs = tabs_until(".approve-one")
-        out["by Tab"] = None if tabs is None else tabs + 1  # ... then Enter
+        out["by Tab"] = more if tabs is None else tabs + 1  # ... then Enter
         page.goto(server.url)
         to_link = tabs_until("#next-undecided")
         if to_link is not None:
@@ -296,7 +300,7 @@ def keys_to_decide(server: Server, browser: Any) -> dict[str, int | None]:
     else:
         first = tabs_until("input[name=commit]")
         then = None if first is None else tabs_until("#approve-selected")
-        out["by Tab"] = None if first is None or then is None else first + 1 + then + 1  # Space, Enter
+        out["by Tab"] = more if first is None or then is None else first + 1 + then + 1  # Space, Enter
         out["by shortcut"] = None
     context.close()
     return out
@@ -336,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.rounds):  # in turns: load on the machine hits every server alike
             for server in servers:
                 approve_one(server, measure_page(server, cold=False))
-        keys: dict[str, dict[str, int | None]] = {}
+        keys: dict[str, dict[str, int | str | None]] = {}
         if args.browser and Path(CHROMIUM).exists():
             from playwright.sync_api import sync_playwright
 

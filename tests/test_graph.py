@@ -214,13 +214,15 @@ def test_cli_exports_the_graph_to_a_file(gitmem: Run, tmp_path: Path) -> None:
 def test_supersede_and_merge_edges_point_from_the_newer_memory(svc: MemoryService) -> None:
     old = plant(svc, "Deploys happen on Tuesdays")
     new = plant(svc, "Deploys happen on Tuesdays and Thursdays", supersedes=(old.id,))
-    made = plant(svc, "Lint with ruff")
-    beside = plant(svc, "Lintez avec ruff")
-    consolidation_commit(svc, (made.id, beside.id))
+    first, second = plant(svc, "Lint with ruff"), plant(svc, "Lintez avec ruff")
+    made, beside = max(first, second, key=lambda m: m.id), min(first, second, key=lambda m: m.id)
+    consolidation_commit(svc, (made.id, beside.id))  # the commit names what it made first
     edges = edges_of(svc.graph("default", similar=False).to_dict())
     assert (edges[frozenset((new.id, old.id))]["source"], edges[frozenset((new.id, old.id))]["target"]) == (
         new.id, old.id)
-    assert edges[frozenset((made.id, beside.id))]["source"] == made.id
+    # From what the merge made, though its id sorts after the other's.
+    assert (edges[frozenset((made.id, beside.id))]["source"], edges[frozenset((made.id, beside.id))]["target"]) == (
+        made.id, beside.id)
 
 
 def test_topics_follow_meaning_and_links_not_types() -> None:
@@ -268,3 +270,15 @@ def test_after_an_approved_merge_no_link_points_at_a_memory_it_took_away(svc: Me
     log = svc.log("default", limit=3)
     assert log[0].action == "relink" and log[0].memory_ids == (linking.id,)
     fsck("default")
+
+
+def test_a_link_to_what_became_the_linking_memory_itself_is_dropped(svc: MemoryService) -> None:
+    agents = [plant(svc, "Run unit tests before you commit", source="agent", type="convention"),
+              plant(svc, "Always run the unit tests before a commit, and lint too", source="agent",
+                    type="convention")]
+    user = plant(svc, "Run the unit tests before every commit", source="user", type="convention",
+                 related=(agents[0].id,))
+    result = svc.consolidate("default")
+    assert result.review is not None and "covered by the user's" in svc.reviews.diff("default", result.review)[0].summary
+    svc.reviews.approve("default", result.review, actor="alice")
+    assert svc.show("default", user.id).related == ()  # it became the user's statement: no link to itself
