@@ -183,7 +183,7 @@ def _bulk(ns: str, n: int, action: str, actor: str, version: str | None, where: 
         shown = {c.id: c for c in reviews().browse(ns, n).ordered}
         return render_template("review_confirm.html", ns=ns, number=n, action=action, verb=BULK[action],
                                count=many, commits=[shown[i] for i in ids if i in shown], ids=ids,
-                               lossless=_ids("lossless"), reason=reason, version=version, where=where, here=here)
+                               reason=reason, version=version, where=where, here=here)
     if action.startswith("approve"):
         def approve() -> None:
             done = reviews().approve(ns, n, actor=actor, commits=ids, expected=len(ids), version=version)
@@ -204,5 +204,5 @@ def _bulk(ns: str, n: int, action: str, actor: str, version: str | None, where: 
 
 
 def _progress(review: Any) -> str:
-    """``review #3 is open, 4 of 9 merged`` and the like."""
+    """``review #3 is open (4 of 9 merged)``, ``review #3 is partly merged (8 of 9)`` and the like."""
     return f"review #{review.number} is {review.label}"
