@@ -279,6 +279,7 @@ def test_a_link_to_what_became_the_linking_memory_itself_is_dropped(svc: MemoryS
     user = plant(svc, "Run the unit tests before every commit", source="user", type="convention",
                  related=(agents[0].id,))
     result = svc.consolidate("default")
-    assert result.review is not None and "covered by the user's" in svc.reviews.diff("default", result.review)[0].summary
+    assert result.review is not None
+    assert "covered by the user's" in svc.reviews.diff("default", result.review)[0].summary
     svc.reviews.approve("default", result.review, actor="alice")
     assert svc.show("default", user.id).related == ()  # it became the user's statement: no link to itself
