@@ -360,6 +360,9 @@ class Pushes:
             outcome.messages.append(f"it holds only the commits after review #{stacked.number} (still open, "
                                     f"{plural(stacked.commit_count, 'commit')}); approve #{stacked.number} first")
         outcome.messages.append("nothing reaches main until a reviewer approves it")
+        advice = self.reviews.pull_advice(ns.name, review, pusher=True)
+        if advice:  # how the pusher's clone gets back in step once it is approved
+            outcome.messages.append(advice)
 
     def _update_review(self, ns: Namespace, command: wire.RefUpdate, actor: str, base: str, review: Review) -> Review:
         """A push to an existing review branch: move it (a rebase may rewrite it) and point its open review at it."""

@@ -39,7 +39,7 @@ from ..semantic import Semantics
 from ..settings import Settings
 from ..wording import plural
 from .planning import Cluster, Lifecycle, Plan, make_plan
-from .proposals import ACTOR, Decision, Progress, decide, summarise
+from .proposals import ACTOR, Decision, Progress, decide, pick, summarise
 
 # The trigger enqueues a namespace at most this often, however many writes arrive.
 TRIGGER_THROTTLE = timedelta(hours=1)
@@ -93,6 +93,7 @@ class RunResult:
                 "promoted": self.count("promote"),
                 "discarded": self.count("discard"),
                 "kept": self.count("keep"),
+                "later": self.count("later"),
                 "commits": sum(1 for d in self.decisions if d.change is not None),
                 "llm_failures": self.llm_failures,
             },
@@ -185,13 +186,16 @@ class Consolidation:
             self.memories.fold_usage(namespace, actor=ACTOR, guard=fence.check)
             plan_ = self.plan(namespace, strict=model.name == Offline.name)
             head = ns.store.commit(plan_.head)
+            at_most = self.settings.review_max_changes
             decisions, failures = decide(plan_, model, max_chars=self.settings.merged_max_chars,
                                          pair_threshold=self.settings.pair_threshold, ns=ns, head=head,
-                                         progress=progress)
+                                         progress=progress, at_most=at_most)
+            # A review a person can finish: the changes that lose nothing first, the rest later.
+            decisions = pick(decisions, plan_, at_most)
             changes = [d.change for d in decisions if d.change is not None]
             review = None
             if changes:
-                title = summarise(decisions, None)
+                title = summarise(decisions, None, later=False)
                 description = "\n".join(f"- {d.kind}: {d.reason}" for d in decisions if d.change is not None)
                 if started_by:
                     description = f"{STARTED_BY}{started_by}.\n\n{description}"

@@ -92,6 +92,12 @@ class Plan:
     clusters: tuple[Cluster, ...]
     lifecycle: tuple[Lifecycle, ...]
     potencies: dict[str, float] = field(default_factory=dict)
+    #: How often each memory was used (its count on main and the uses not folded in yet).
+    uses: dict[str, int] = field(default_factory=dict)
+
+    def used(self, ids: Sequence[str]) -> int:
+        """How often the memories ``ids`` were used, together: what orders the changes of a run."""
+        return sum(self.uses.get(i, 0) for i in ids)
 
     @property
     def llm_calls(self) -> int:
@@ -136,6 +142,7 @@ def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses
     statements whose details conflict (:func:`gitmem.details.conflict`).
     """
     potencies = {r.memory.id: ranking.effective_potency(r.memory, at, uses) for r in rows}
+    used = {r.memory.id: r.memory.access_count + (uses[r.memory.id][0] if r.memory.id in uses else 0) for r in rows}
     active = [r for r in rows if r.memory.state == "active"]
     pending = [r for r in rows if r.memory.state == "pending"]
     lifecycle: list[Lifecycle] = []
@@ -233,4 +240,4 @@ def make_plan(namespace: str, head: str, at: datetime, rows: Sequence[Row], uses
             lifecycle.append(Lifecycle("discard", m, why, score=score))
         else:
             lifecycle.append(Lifecycle("judge", m, why, question="pending", score=score))
-    return Plan(namespace, head, at, len(active), tuple(clusters), tuple(lifecycle), potencies)
+    return Plan(namespace, head, at, len(active), tuple(clusters), tuple(lifecycle), potencies, used)

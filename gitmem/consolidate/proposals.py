@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
-from .. import concepts
+from .. import concepts, textdiff
 from ..concepts import Memory
 from ..errors import Conflict, Unavailable
 from ..llm import LLM, Judgement, MergeDecision, PairDecision
@@ -22,6 +23,7 @@ from ..wording import plural
 from .planning import Cluster, Lifecycle, Plan
 
 ACTOR = "gitmem"
+LATER = "left for a later run: a review holds at most GITMEM_REVIEW_MAX_CHANGES changes"
 Progress = Callable[[int, int, str], None]
 
 
@@ -29,14 +31,22 @@ Progress = Callable[[int, int, str], None]
 class Decision:
     """One decision of a run; ``change`` is the commit it becomes (None: nothing to write)."""
 
-    kind: str  # merge, cover, link, veto, update, delete, ignore, archive, promote, discard, keep
+    kind: str  # merge, cover, link, veto, update, delete, ignore, archive, promote, discard, keep, later
     memory_ids: tuple[str, ...]
     reason: str
     change: Change | None = None
     before: tuple[str, ...] = ()
     after: str | None = None
-    members: int = 0  # memories involved in a merge
+    members: int = 0  # memories merged: those removed, and the one they become when it was one of them
     results: int = 0  # memories left of them
+    removed: tuple[str, ...] = ()  # the texts of the memories the change removes
+
+    @cached_property
+    def lost(self) -> list[str]:
+        """The words of the memories the change removes that the text kept lacks (as a review shows them)."""
+        if self.after is None:
+            return []
+        return sorted({w for text in self.removed for w in textdiff.lost_words(text, self.after)})
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: the kind, the memories, the reason and the texts before and after."""
@@ -113,8 +123,8 @@ def _merge_change(cluster: Cluster, decision: MergeDecision, plan_: Plan, paths:
         change = Change(files, summary,
                         "consolidate", tuple(m.id for m in replaced) + (anchor.id,) + tuple(m.id for m in apart),
                         "consolidation", ACTOR, body=_body(decision.reason, cluster.members, anchor.text))
-        return Decision("cover", ids, decision.reason, change, texts, anchor.text,
-                        len(cluster.members) - len(apart), len(anchors))
+        return Decision("cover", ids, decision.reason, change, texts, anchor.text, len(replaced) + 1, 1,
+                        tuple(m.text for m in replaced))
     base = max(replaced, key=lambda m: (m.created, m.id))
     kept = next((m for m in cluster.members if m.id == decision.keep), None)
     # The merged memory is of the kind the kept statement (else the user's) is: a convention
@@ -142,8 +152,9 @@ def _merge_change(cluster: Cluster, decision: MergeDecision, plan_: Plan, paths:
     change = Change(files, f"consolidate: merge {len(replaced)} into \"{title}\"", "consolidate",
                     (new_id,) + tuple(m.id for m in replaced) + tuple(m.id for m in apart), "consolidation", ACTOR,
                     body=_body(decision.reason, cluster.members, decision.text))
-    return Decision("merge", ids, decision.reason, change, texts, decision.text,
-                    len(cluster.members) - len(apart), 1 + len(anchors))
+    # The user's statements stay as they are (linked to the result): they count as neither.
+    return Decision("merge", ids, decision.reason, change, texts, decision.text, len(replaced), 1,
+                    tuple(m.text for m in replaced))
 
 
 def _link_change(cluster: Cluster, decision: MergeDecision, at: datetime) -> Decision:
@@ -182,14 +193,14 @@ def _pair_change(cluster: Cluster, decision: PairDecision, plan_: Plan) -> Decis
         files: dict[str, bytes | None] = {candidate.path: None, target.path: concepts.render(new)}
         change = Change(files, f"consolidate: fold a near-duplicate into \"{target.title}\"", "consolidate",
                         ids, "consolidation", ACTOR, body=_body(decision.reason, cluster.members, text))
-        return Decision("update", ids, decision.reason, change, texts, text, 2, 1)
+        return Decision("update", ids, decision.reason, change, texts, text, 2, 1, (candidate.text,))
     if decision.action == "delete":
         new = candidate.replace(supersedes=_union(candidate.supersedes, [target.id]), updated=at)
         files = {target.path: None, candidate.path: concepts.render(new)}
         change = Change(files, f"consolidate: newer \"{candidate.title}\" replaces an older statement",
                         "consolidate", ids, "consolidation", ACTOR,
                         body=_body(decision.reason, cluster.members, candidate.text))
-        return Decision("delete", ids, decision.reason, change, texts, candidate.text, 2, 1)
+        return Decision("delete", ids, decision.reason, change, texts, candidate.text, 2, 1, (target.text,))
     return Decision("ignore", ids, decision.reason, before=texts)
 
 
@@ -208,8 +219,11 @@ def _lifecycle_change(item: Lifecycle, verdict: str, reason: str, at: datetime) 
     return Decision(verdict, (m.id,), reason, change)
 
 
-def summarise(decisions: Sequence[Decision], review: int | None) -> str:
-    """``consolidated 7 memories into 3, archived 2, review #4``."""
+def summarise(decisions: Sequence[Decision], review: int | None, *, later: bool = True) -> str:
+    """``consolidated 7 memories into 3, archived 2, review #4 (12 more for a later run)``.
+
+    ``later=False`` leaves out the changes left for a later run (a review's title says what it holds).
+    """
     merged = [d for d in decisions if d.kind in ("merge", "cover", "update", "delete")]
     parts = []
     if merged:
@@ -222,16 +236,22 @@ def summarise(decisions: Sequence[Decision], review: int | None) -> str:
             parts.append(f"{word} {n}")
     if not parts:
         return "nothing to consolidate"
-    return ", ".join(parts) + (f", review #{review}" if review is not None else "")
+    left = sum(1 for d in decisions if d.kind == "later") if later else 0
+    return ", ".join(parts) + (f", review #{review}" if review is not None else "") + (
+        f" ({left} more for a later run)" if left else "")
 
 
 
 def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: Namespace,
-           head: Commit, progress: Progress | None = None) -> tuple[list[Decision], int]:
+           head: Commit, progress: Progress | None = None,
+           at_most: int | None = None) -> tuple[list[Decision], int]:
     """Ask the LLM about every cluster and grey-zone memory; returns decisions and LLM failures.
 
-    Once the LLM is unavailable the remaining questions are not asked: clusters count as vetoed
-    and memories are kept, so a run without a model changes nothing it was unsure of.
+    Clusters are asked about the most used first. Once the LLM is unavailable the remaining
+    questions are not asked: clusters count as vetoed and memories are kept, so a run without a
+    model changes nothing it was unsure of. With ``at_most``, once that many changes lose no
+    words the rest are not asked either (``later``): a review holds at most that many, and a
+    later run proposes them.
     """
     decisions: list[Decision] = []
     paths = _Paths(ns, head)
@@ -246,7 +266,17 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
         if progress is not None:
             progress(done, total, label)
 
-    for cluster in plan_.clusters:
+    lossless = 0
+
+    def full() -> bool:
+        return at_most is not None and lossless >= at_most
+
+    for cluster in sorted(plan_.clusters, key=lambda c: -plan_.used([m.id for m in c.members])):
+        if full():
+            decisions.append(Decision("later", tuple(m.id for m in cluster.members), LATER,
+                                      before=tuple(m.text for m in cluster.members)))
+            tick(cluster.members[0].title)
+            continue
         if cluster.pair:
             target, candidate = sorted(cluster.members, key=lambda m: (m.created, m.id))
             pair: PairDecision = PairDecision("ignore", None, f"not asked: {down}")
@@ -257,6 +287,7 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
                     down, failures = str(exc), failures + 1
                     pair = PairDecision("ignore", None, f"not decided: {exc}")
             decisions.append(_pair_change(cluster, pair, plan_))
+            lossless += int(decisions[-1].change is not None and not decisions[-1].lost)
         else:
             merge: MergeDecision = MergeDecision(None, f"not asked: {down}")
             if down is None:
@@ -266,10 +297,16 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
                     down, failures = str(exc), failures + 1
                     merge = MergeDecision(None, f"not decided: {exc}")
             decisions.append(_merge_change(cluster, merge, plan_, paths, pair_threshold))
+            lossless += int(decisions[-1].change is not None and not decisions[-1].lost)
         tick(cluster.members[0].title)
     for item in plan_.lifecycle:
         if item.action != "judge":
             decisions.append(_lifecycle_change(item, item.action, item.reason, plan_.at))
+            lossless += int(decisions[-1].change is not None)
+            continue
+        if full():
+            decisions.append(Decision("later", (item.memory.id,), LATER))
+            tick(item.memory.title)
             continue
         judgement = Judgement("keep", f"not asked: {down}")
         if down is None:
@@ -280,5 +317,19 @@ def decide(plan_: Plan, llm: LLM, *, max_chars: int, pair_threshold: float, ns: 
                 judgement = Judgement("keep", f"not decided: {exc}")
         reason = f"{item.reason}; the model: {judgement.reason}"
         decisions.append(_lifecycle_change(item, judgement.verdict, reason, plan_.at))
+        lossless += int(decisions[-1].change is not None)
         tick(item.memory.title)
     return decisions, failures
+
+
+def pick(decisions: Sequence[Decision], plan_: Plan, at_most: int) -> list[Decision]:
+    """The decisions with at most ``at_most`` changes, the others left for a later run (``later``).
+
+    Changes that lose no words come first, the most used memories first among them; then those
+    that lose words. The changes come first in that order, then the decisions that change nothing.
+    """
+    changes = [d for d in decisions if d.change is not None]
+    ranked = sorted(changes, key=lambda d: (bool(d.lost), -plan_.used(d.memory_ids)))
+    kept = ranked[:at_most]
+    later = [Decision("later", d.memory_ids, LATER, before=d.before) for d in ranked[at_most:]]
+    return [*kept, *later, *(d for d in decisions if d.change is None)]

@@ -30,6 +30,8 @@ from ..errors import (
 from ..repo import MAIN, Change, Commit, FileChange, Guard, Store, is_memory_path
 from ..wording import plural
 from .diffs import digest, memory_diffs, parsed, placeholder_id
+from .links import relinked
+from .reading import analysed
 from .records import CLOSED_PREFIX, Review, ReviewRecords, actor_name, review_number
 from .staleness import advice, changed_on_main, stale_message, stale_note, stale_reason, status_of
 
@@ -42,9 +44,16 @@ class RejectedMerge:
     texts: dict[str, str]
 
     def matches(self, members: Sequence[concepts.Memory]) -> bool:
-        """Whether ``members`` are the same memories, none changed since, so proposing it again is moot."""
-        return frozenset(m.id for m in members) == self.ids and all(
-            self.texts.get(m.id) == digest(m.text) for m in members)
+        """Whether proposing ``members`` together would propose this turned-down merge again.
+
+        It would when they hold every memory of it, or lie inside it, and none of the memories
+        they share with it changed since: a reviewer said no to those memories together,
+        whatever a new paraphrase joins them or one of them leaves.
+        """
+        ids = frozenset(m.id for m in members)
+        if not (self.ids <= ids or ids <= self.ids):
+            return False
+        return all(self.texts.get(m.id) == digest(m.text) for m in members if m.id in self.ids)
 
 
 class ReviewDecisions(ReviewRecords):
@@ -61,40 +70,68 @@ class ReviewDecisions(ReviewRecords):
                     out.append(RejectedMerge(frozenset(str(i) for i in ids), digests))
         return out
 
-    def reject(self, namespace: str, number: int, *, actor: str, reason: str) -> Review:
-        """Close a review without merging what is left of it; main is not touched.
+    def reject(self, namespace: str, number: int, *, actor: str, reason: str | None,
+               commits: builtins.list[str] | None = None, version: str | None = None,
+               expected: int | None = None) -> Review:
+        """Turn down what is left of a review, or only the commits named in ``commits``; main is not touched.
 
-        ``reason`` is required: it goes to the thread so the author knows what to change. The
-        merges turned down are remembered: consolidation does not propose the same memories
-        together again until one of them changes (:meth:`rejected_merges`). Commits merged
-        earlier stay merged; the review then counts as merged in part.
+        ``reason`` goes to the thread so the author knows what to change; it is required unless
+        exactly one commit is named (skipping one change at a time needs no essay). The merges
+        turned down are remembered: consolidation does not propose those memories together again
+        until one of them changes (:meth:`rejected_merges`). Commits merged earlier stay merged;
+        the review closes when no commit is left open, and counts as merged in part if some
+        merged. ``version`` and ``expected`` are what the caller saw (:attr:`Review.version`, how
+        many commits it turns down): any other version or count decides nothing (:class:`Conflict`).
         """
         number = review_number(number)
         actor = actor_name(actor)
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidInput("say why you reject it: a reason is required, so the author knows what to change")
-        reason = concepts.clean_text(reason, limit=self.settings.max_text_chars, what="reason")
+        if reason is not None and not isinstance(reason, str):
+            raise InvalidInput("the reason must be text")
+        if not (reason or "").strip() and (commits is None or len(commits) != 1):
+            raise InvalidInput("say why you reject it (--reason): a reason is required, so the author knows what "
+                               "to change")
+        text = concepts.clean_text(reason, limit=self.settings.max_text_chars, what="reason") \
+            if (reason or "").strip() else None
         current = self.get(namespace, number)
         if current.status not in ("open", "stale"):
             raise Conflict(f"review #{number} is already {current.status}")
+        _same_version(current, version)
         every = self.commits(namespace, current)
-        remembered = self._fingerprints(namespace, current, [c for c in every
-                                                             if current.state_of(str(c.id)) != "merged"])
+        picked = self._select(every, current, commits, number, "reject")
+        # The rest: what is neither merged nor turned down already (open, or stale).
+        turned = [c for c in every if current.state_of(str(c.id)) not in ("merged", "skipped")] \
+            if picked is None else picked
+        if expected is not None and len(turned) != expected:
+            raise Conflict(f"review #{number} has {len(turned)} commit(s) to turn down now, not the {expected} you "
+                           "saw; nothing was decided: look at it again")
+        remembered = self._fingerprints(namespace, current, turned)
+        skipped = {str(c.id) for c in turned}
 
         def update(review: Review) -> Review:
             if review.status not in ("open", "stale"):
                 raise Conflict(f"review #{number} is already {review.status}")
+            _same_version(review, version)
             states = dict(review.commit_states)
-            for commit in every:
-                if states.get(str(commit.id)) != "merged":
-                    states[str(commit.id)] = "skipped"
-            merged = any(v == "merged" for v in states.values())
-            comments = [*review.comments, {"actor": actor, "at": concepts.iso(now()), "text": reason}]
-            return replace(review, status="merged" if merged else "rejected", decided_by=actor, updated=now(),
-                           comments=comments, commit_states=states, rejected=[*review.rejected, *remembered])
+            for commit_id in skipped:
+                if states.get(commit_id) == "merged":  # merged by a racing approver meanwhile
+                    raise Conflict(f"commit {commit_id[:10]} of review #{number} was merged meanwhile; "
+                                   "nothing was decided: look at it again")
+                states[commit_id] = "skipped"
+            status = status_of(every, states)
+            if picked is None:
+                status = "merged" if "merged" in states.values() else "rejected"
+            comments = review.comments
+            if text is not None:
+                # While commits are left to decide, say which part of the review the reason is about.
+                said = f"Turned down {len(skipped)} commit(s): {text}" if status == "open" else text
+                comments = [*comments, {"actor": actor, "at": concepts.iso(now()), "text": said}]
+            return replace(review, status=status, decided_by=actor, updated=now(), comments=comments,
+                           commit_states=states, rejected=[*review.rejected, *remembered])
 
-        review = self._save(namespace, number, update, f"rejected by {actor}", actor)
-        self._retire_branch(namespace, review)
+        what = f"rejected by {actor}" if picked is None else f"{len(skipped)} commit(s) turned down by {actor}"
+        review = self._save(namespace, number, update, what, actor)
+        if review.status != "open":
+            self._retire_branch(namespace, review)
         self._publish(namespace, review)
         return review
 
@@ -114,7 +151,7 @@ class ReviewDecisions(ReviewRecords):
             return self._mark_stale(namespace, review, stale, actor) if stale else review
 
     def approve(self, namespace: str, number: int, *, actor: str, commits: builtins.list[str] | None = None,
-                expected: int | None = None, admin: bool = False) -> Review:
+                expected: int | None = None, version: str | None = None, admin: bool = False) -> Review:
         """Merge the review's open commits (or only ``commits``) into main, one commit each.
 
         A commit is stale when main changed the text, type or state of a memory it is about
@@ -122,9 +159,15 @@ class ReviewDecisions(ReviewRecords):
         commits that are stale merge nothing: they are marked stale and :class:`StaleReview`
         says why. Approving all merges the open commits that are not stale and marks the others.
         ``expected``: how many commits the caller saw to merge; any other number merges nothing
-        (:class:`Conflict`), so a reviewer never merges more than was shown. The review stays
-        open while commits are left to decide ("merged 4 of 8"). A review whose kind has a decider
-        of its own (a purge) is decided by it; ``admin``: whether the approver is an admin.
+        (:class:`Conflict`), so a reviewer never merges more than was shown; ``version`` (the
+        :attr:`Review.version` the caller saw) likewise. The review stays open while commits are
+        left to decide ("merged 4 of 8").
+
+        A commit whose parent is main as it stands lands as it is, with the same id (a push
+        approved before main moved fast-forwards, so the pusher's ``git pull`` just works);
+        the others are replayed onto main.
+        A review whose kind has a decider of its own (a purge) is decided by it; ``admin``: whether
+        the approver is an admin.
         """
         number = review_number(number)
         actor = actor_name(actor)
@@ -146,11 +189,12 @@ class ReviewDecisions(ReviewRecords):
                 raise Conflict(f"review #{number} holds the commits that come after those of review "
                                f"#{first[0].number}, which is still open: approve (or reject) #{first[0].number} "
                                "first")
+            _same_version(review, version)
             every = self.commits(namespace, review)
             still = [c for c in every if review.state_of(str(c.id)) == "open"]
-            picked = self._select(every, review, commits, number)
+            picked = self._select(every, review, commits, number, "approve")
             for _ in range(50):
-                main = store.head(MAIN)
+                main = ns.synced()  # the index too: what links to a merged memory is read from it
                 changed = changed_on_main(store, review)
                 stale = {str(c.id): note for c in (still if picked is None else picked)
                          if (note := stale_note(review, c, store.file_changes(c), changed))}
@@ -165,11 +209,19 @@ class ReviewDecisions(ReviewRecords):
                 tip = main
                 try:
                     for commit in selected:
-                        tip = self._apply(store, commit, tip)
+                        # On main as it stands: the commit itself, so its id does not change.
+                        onto = [str(p) for p in commit.parent_ids] == [str(tip.id)]
+                        tip = commit if onto else self._apply(store, commit, tip)
                 except MergeConflict as exc:
                     stale = {exc.commit: f"{exc}; {advice(review)}"}
                     self._mark_stale(namespace, review, stale, actor)
                     raise StaleReview(stale_message(number, every, stale)) from exc
+                # Links elsewhere to what the review's merges took away follow them (the index is main's).
+                chosen = {str(c.id) for c in selected}
+                gone = self._gone(store, [c for c in every
+                                          if review.state_of(str(c.id)) == "merged" or str(c.id) in chosen])
+                if gone:
+                    tip = relinked(store, tip, ns.index.all(), gone, actor)
                 tip = completed(store, tip, main, actor, author=review.author)  # pushed without gitmem's fields
                 try:
                     store.move_ref(MAIN, tip.id, str(main.id), f"approve review #{number} by {actor}")
@@ -234,14 +286,14 @@ class ReviewDecisions(ReviewRecords):
         return gone
 
     def _select(self, every: builtins.list[Commit], review: Review, picked: builtins.list[str] | None,
-                number: int) -> builtins.list[Commit] | None:
+                number: int, verb: str) -> builtins.list[Commit] | None:
         """The commits named in ``picked`` (None: every open one), each still open; bad names refused."""
         if picked is None:
-            if not any(review.state_of(str(c.id)) == "open" for c in every):
+            if verb == "approve" and not any(review.state_of(str(c.id)) == "open" for c in every):
                 raise Conflict(f"review #{number} has no open commits to merge")
             return None
         if not picked:
-            raise InvalidInput("name at least one commit to approve, or approve them all")
+            raise InvalidInput(f"name at least one commit to {verb}, or {verb} them all")
         chosen: set[str] = set()
         for sha in picked:
             sha = sha.strip().lower() if isinstance(sha, str) else ""
@@ -258,6 +310,16 @@ class ReviewDecisions(ReviewRecords):
                 raise Conflict(f"commit {matches[0][:10]} of review #{number} is {state} already")
             chosen.add(matches[0])
         return [c for c in every if str(c.id) in chosen]
+
+    @staticmethod
+    def _gone(store: Store, commits: builtins.list[Commit]) -> dict[str, str]:
+        """The memories the merges among ``commits`` took away, each with the memory it became."""
+        gone: dict[str, str] = {}
+        for commit in commits:
+            item = analysed(store, commit, False)
+            if item.merge and item.result is not None:
+                gone.update({m.id: item.result for m in item.members})
+        return gone
 
     def _apply(self, store: Store, commit: Commit, onto: Commit) -> Commit:
         """``commit`` replayed on ``onto``, taking over what main changed in fields that never make it stale.
@@ -336,6 +398,8 @@ class ReviewDecisions(ReviewRecords):
                            stale_reason=stale_reason(every, states, notes), updated=now())
 
         marked = self._save(namespace, review.number, update, f"{plural(len(stale), 'commit')} stale", actor)
+        if marked.status != "open":  # nothing left to decide: the review closes
+            self._retire_branch(namespace, marked)
         self._publish(namespace, marked)
         return marked
 
@@ -419,3 +483,12 @@ def merge_fields(base: concepts.Memory, mine: concepts.Memory, theirs: concepts.
             values[name] = max(v for v in (m, t) if v is not None) if (m or t) else None
     return mine.replace(**values)
 
+
+def _same_version(review: Review, version: str | None) -> None:
+    """Refuse a decision made on another version of the review than it has now (None: not checked)."""
+    if version is None or version == review.version:
+        return
+    if not isinstance(version, str):
+        raise InvalidInput("version must be the text the review gave (12 hex digits)")
+    raise Conflict(f"review #{review.number} changed since you looked at it (someone decided or pushed "
+                   "meanwhile); nothing was decided: look at it again")

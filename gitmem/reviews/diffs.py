@@ -35,6 +35,11 @@ class FileDiff:
                 "new_text": self.new_text, "unified": self.unified}
 
 
+#: The kinds of change a review commit makes, in the order a review page groups them.
+KINDS = ("merge", "supersede", "link", "edit", "add", "remove", "archive", "promote")
+_DONE = {"link": "linked", "edit": "edited", "add": "added", "remove": "removed", "archive": "archived",
+         "promote": "promoted"}
+
 # Frontmatter fields a reader need not see change: they follow from the text or the moment.
 _QUIET_FIELDS = ("text", "description", "updated", "path")
 
@@ -60,7 +65,7 @@ class MemoryDiff:
     @property
     def text_changed(self) -> bool:
         """Whether the memory's text changed (not only its fields)."""
-        return textdiff.changed(self.text)
+        return self.change == "changed" and self.before != self.after
 
     @property
     def marked(self) -> list[textdiff.Piece]:
@@ -109,18 +114,52 @@ class ReviewCommit:
         """The memory a merge leaves (None when it is not in this commit's files)."""
         return next((m for m in self.memories if m.id == self.result), None)
 
+    @property
+    def lost(self) -> list[str]:
+        """The words of the memories merged away that the result lacks, each once, sorted."""
+        return sorted({w for m in self.members for w in m.lost})
+
+    @property
+    def kind(self) -> str:
+        """What the commit does, one of :data:`KINDS`: a merge, a supersede, a link, an archive, an edit...
+
+        A merge makes or rewrites the memory the others become; a supersede removes memories in
+        favour of one whose text stays as it is (a newer statement, the user's own); a link only
+        points statements of one rule at each other.
+        """
+        if self.action in ("archive", "discard"):
+            return "archive"
+        if self.action == "supersede":  # a correction retires what it corrects (gitmem.corrections)
+            return "supersede"
+        if self.action == "promote":
+            return "promote"
+        if self.merge:
+            kept = self.kept
+            return "merge" if kept is not None and (kept.change == "added" or kept.text_changed) else "supersede"
+        changes = {m.change for m in self.memories}
+        if self.action == "consolidate" and changes == {"changed"} and all(
+                not m.text_changed and {f[0] for f in m.fields} <= {"related"} for m in self.memories):
+            return "link"
+        if changes == {"added"}:
+            return "add"
+        if changes == {"removed"}:
+            return "remove"
+        return "edit"
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict, with each file's diff, each memory's word diff and the commit's state."""
         return {"id": self.id, "summary": self.summary, "reason": self.reason, "action": self.action,
                 "memory_ids": list(self.memory_ids), "state": self.state, "stale_reason": self.note,
                 "result": self.result, "memories": [m.to_dict() for m in self.memories],
-                "lost_words": sorted({w for m in self.members for w in m.lost}),
-                "files": [f.to_dict() for f in self.files]}
-
+                "lost_words": self.lost, "kind": self.kind, "files": [f.to_dict() for f in self.files]}
 
 
 def summarise(commits: Sequence[ReviewCommit]) -> str:
-    """What a review changes: ``12 memories into 5 (convention 9, decision 3); 2 archived``."""
+    """What a review changes: ``12 memories into 5 (convention 9, decision 3); linked 4; archived 2``.
+
+    Counted as a consolidation run counts its title (:func:`gitmem.consolidate.summarise`), so
+    the two agree.
+    """
     merges = [c for c in commits if c.merge]
     parts = []
     if merges:
@@ -130,6 +169,7 @@ def summarise(commits: Sequence[ReviewCommit]) -> str:
         types = Counter(m.type for c in merges for m in c.members)
         by_type = ", ".join(f"{t} {n}" for t, n in types.most_common())
         parts.append(f"{plural(folded, 'memory')} into {kept} ({by_type})")
+    # A pending memory discarded is archived too, but a run's title says "discarded": so does this.
     others: Counter[str] = Counter()
     for c in commits:
         if c.merge:
@@ -139,8 +179,9 @@ def summarise(commits: Sequence[ReviewCommit]) -> str:
             others.update({"added": "added", "changed": "edited", "removed": "removed"}[m.change]
                           for m in c.memories)
         else:
-            others[c.action] += 1
-    parts += [f"{n} {action}" for action, n in sorted(others.items())]
+            others["discarded" if c.action == "discard" else _DONE.get(c.kind, c.kind)] += 1
+    order = [_DONE.get(k, k) for k in KINDS] + ["discarded"]
+    parts += [f"{done} {others[done]}" for done in order if others[done]]
     return "; ".join(parts) or "no changes"
 
 
@@ -200,8 +241,12 @@ def placeholder_id(path: str) -> str:
     return hashlib.sha256(path.encode()).hexdigest()[:10]
 
 
-def memory_diffs(changes: Sequence[FileChange]) -> list[MemoryDiff]:
-    """The memories a list of file changes adds, removes or changes, with word and field diffs."""
+def memory_diffs(changes: Sequence[FileChange], *, words: bool = True) -> list[MemoryDiff]:
+    """The memories a list of file changes adds, removes or changes, with word and field diffs.
+
+    ``words=False`` leaves the word diffs out (``MemoryDiff.text`` empty): a table of contents
+    needs what changed, not how, and the word diff is the costly part.
+    """
     before: dict[str, concepts.Memory] = {}
     after: dict[str, concepts.Memory] = {}
     order: list[str] = []
@@ -229,7 +274,8 @@ def memory_diffs(changes: Sequence[FileChange]) -> list[MemoryDiff]:
         fields = [(f.name, getattr(old, f.name), getattr(new, f.name)) for f in dataclass_fields(old)
                   if f.name not in quiet and getattr(old, f.name) != getattr(new, f.name)]
         out.append(MemoryDiff(memory_id, new.title, new.type, "changed", old.text, new.text,
-                              textdiff.word_diff(old.text, new.text), fields, author=new.author, assigned=assigned))
+                              textdiff.word_diff(old.text, new.text) if words else [], fields,
+                              author=new.author, assigned=assigned))
     return out
 
 
@@ -239,13 +285,18 @@ def with_result(commit: ReviewCommit, anchor_text: str | None) -> ReviewCommit:
     if commit.action != "consolidate" or not removed:
         return commit
     staying = [m for m in commit.memories if m.change != "removed"]
-    if staying:
+    # The result is the memory the merge wrote, else the one that now supersedes the others;
+    # members left apart (another language) only gain a link and are never the result.
+    result = next((m for m in staying if m.change == "added"), None) or next(
+        (m for m in staying if any(f[0] == "supersedes" for f in m.fields)), None)
+    touched = {m.id for m in commit.memories}
+    kept_ids = [i for i in commit.memory_ids if i not in touched]
+    if result is not None:
+        result_id, result_text = result.id, result.after or ""
+    elif anchor_text is not None and kept_ids:
+        result_id, result_text = kept_ids[0], anchor_text  # the user's statement, kept as it is
+    elif staying:
         result_id, result_text = staying[0].id, staying[0].after or ""
-    elif anchor_text is not None:
-        kept_ids = [i for i in commit.memory_ids if i not in {m.id for m in removed}]
-        if not kept_ids:
-            return commit
-        result_id, result_text = kept_ids[0], anchor_text
     else:
         return commit
     memories = [replace(m, lost=textdiff.lost_words(m.before or "", result_text)) if m.change == "removed" else m
@@ -259,7 +310,6 @@ def body(message: str) -> str:
     if len(paragraphs) > 1 and parse_trailers(message):
         paragraphs = paragraphs[:-1]
     return "\n\n".join(paragraphs[1:]).strip()
-
 
 
 def after_text(message: str) -> str | None:

@@ -7,6 +7,7 @@ fetch 'refs/gitmem/*:refs/gitmem/*'``) without showing up in a plain clone of ma
 from __future__ import annotations
 
 import builtins
+import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -63,6 +64,33 @@ class Review:
         """What became of one commit of the review: open, merged, skipped or stale."""
         return self.commit_states.get(commit, "open")
 
+    @property
+    def version(self) -> str:
+        """What the review's decisions look like now, as 12 hex digits.
+
+        A page, a Slack card or an API caller sends back the version it showed; a decision made
+        on another version (someone decided meanwhile, a push moved the branch) is refused, so
+        a selection made on an outdated page never decides anything.
+        """
+        seen = [self.head, self.base, self.status, sorted(self.commit_states.items())]
+        return hashlib.sha256(json.dumps(seen).encode()).hexdigest()[:12]
+
+    @property
+    def merged_count(self) -> int:
+        """How many of the review's commits were merged."""
+        return sum(1 for v in self.commit_states.values() if v == "merged")
+
+    @property
+    def label(self) -> str:
+        """The status as a person reads it: ``partly merged (1 of 62)`` when not every commit merged."""
+        total = max(self.commit_count, len(self.commit_states))
+        merged = self.merged_count
+        if self.status == "merged" and merged < total:
+            return f"partly merged ({merged} of {total})"
+        if self.status == "open" and merged:
+            return f"open ({merged} of {total} merged)"
+        return self.status
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (times as ISO 8601 strings)."""
         return {
@@ -74,8 +102,8 @@ class Review:
             "merged_commit": self.merged_commit, "decided_by": self.decided_by,
             "approved_commits": list(self.approved_commits), "commit_states": dict(self.commit_states),
             "commit_notes": dict(self.commit_notes), "rejected": [dict(r) for r in self.rejected],
-            "commit_count": self.commit_count,
-            "merged_count": sum(1 for v in self.commit_states.values() if v == "merged"),
+            "commit_count": self.commit_count, "merged_count": self.merged_count, "label": self.label,
+            "version": self.version,
         }
 
     @classmethod

@@ -6,7 +6,7 @@ the review was opened; uses, potency and confirmations do not count (approval ca
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from .. import concepts
 from ..errors import CommitNotFound
@@ -63,14 +63,21 @@ def stale_note(review: Review, commit: Commit, changes: Sequence[FileChange],
     """Why ``commit`` cannot be merged as reviewed any more, or None."""
     if not changed:
         return None
-    if "*" in changed:
-        return changed["*"]
     concerned = set(parse_trailers(commit.message).get("Memory-Id", []))
     for change in changes:
         old = parsed(change.old_text, change.old_path)
         if old is not None:
             concerned.add(old.id)
-    hits = [changed[i] for i in sorted(concerned) if i in changed]
+    return stale_note_about(review, concerned, changed)
+
+
+def stale_note_about(review: Review, concerned: Iterable[str], changed: dict[str, str]) -> str | None:
+    """Why a commit about the memories ``concerned`` cannot be merged as reviewed any more, or None."""
+    if not changed:
+        return None
+    if "*" in changed:
+        return changed["*"]
+    hits = [changed[i] for i in sorted(set(concerned)) if i in changed]
     if not hits:
         return None
     return f"main {'; '.join(hits)} after the review was opened; {advice(review)}"

@@ -72,7 +72,14 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     app.extensions["gitmem.keys"] = service.keys
     app.extensions["gitmem.replays"] = service.replay_guard(SIGNATURE_WINDOW)
 
-    from . import api, git, health, pages, webhook
+    from . import (
+        api,
+        git,
+        health,
+        pages,
+        reviewing,  # noqa: F401 - it adds the review pages to pages.bp
+        webhook,
+    )
     from .mcp import McpMount
 
     app.register_blueprint(api.bp)

@@ -396,30 +396,44 @@ def show_review(ns: str, number: str) -> Response:
 def approve(ns: str, number: str) -> Response:
     """Approve a review (reviewer): merge its open commits, or only those listed in ``commits``, into main.
 
-    ``expected``: how many commits the caller saw to merge; any other number merges nothing (409).
+    ``expected``: how many commits the caller saw to merge; ``version``: the review's ``version`` the
+    caller saw. Any other number or version merges nothing (409).
     """
     who = require(ns, "reviewer")
     data = inputs.body()
-    inputs.known(data, "commits", "expected")
+    inputs.known(data, "commits", "expected", "version")
     n = review_number(number)
+    expected = _expected(data)
+    service().require(ns)
+    review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"), expected=expected,
+                               version=inputs.string(data, "version"), admin=who.allows(ns, "admin"))
+    return jsonify(review.to_dict())
+
+
+def _expected(data: dict[str, Any]) -> int | None:
+    """The ``expected`` count of a decision's body, if given: a whole number, 1 or more."""
     expected = data.get("expected")
     if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 1):
         raise InvalidInput("expected must be a whole number of commits, 1 or more")
-    service().require(ns)
-    review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"), expected=expected,
-                               admin=who.allows(ns, "admin"))
-    return jsonify(review.to_dict())
+    return expected
 
 
 @bp.post("/namespaces/<ns>/reviews/<number>/reject")
 def reject(ns: str, number: str) -> Response:
-    """Reject what is left of a review, with a reason (required; reviewer); main is not touched."""
+    """Turn down what is left of a review, or only the ``commits`` listed (reviewer); main is not touched.
+
+    ``reason`` is required unless one commit is listed. ``expected`` and ``version``: what the caller
+    saw; any other number or version decides nothing (409).
+    """
     who = require(ns, "reviewer")
     data = inputs.body()
-    inputs.known(data, "reason")
+    inputs.known(data, "reason", "commits", "expected", "version")
     n = review_number(number)
+    expected = _expected(data)
     service().require(ns)
-    review = reviews().reject(ns, n, actor=who.name, reason=inputs.string(data, "reason") or "")
+    review = reviews().reject(ns, n, actor=who.name, reason=inputs.string(data, "reason") or "",
+                              commits=inputs.strings(data, "commits"), version=inputs.string(data, "version"),
+                              expected=expected)
     return jsonify(review.to_dict())
 
 

@@ -102,7 +102,7 @@ def document() -> dict[str, Any]:
         "id": STR, "summary": STR, "message": STR, "time": {"type": "integer"}, "actor": STR,
         "action": STR, "memory_ids": STRS, "parents": STRS}}
     review = {"type": "object", "required": ["number", "status"], "properties": {
-        "number": {"type": "integer"}, "title": STR, "status": STR, "kind": STR}}
+        "number": {"type": "integer"}, "title": STR, "status": STR, "kind": STR, "label": STR, "version": STR}}
     error = {"type": "object", "required": ["error"], "properties": {"error": {
         "type": "object", "required": ["status", "message"], "properties": {
             "status": {"type": "integer"}, "type": STR, "message": STR}}}}
@@ -255,10 +255,14 @@ def document() -> dict[str, Any]:
         f"{review_path}/approve": {
             "post": _op("Approve and merge (every open commit, or those listed; the rest stay open)", "reviewer",
                         _json(_ref("Review"), "Merged"), params=[NS, NUMBER],
-                        body=_obj({"commits": STRS, "expected": {"type": "integer", "minimum": 1}}))},
+                        body=_obj({"commits": STRS, "expected": {"type": "integer", "minimum": 1},
+                                   "version": {"type": "string"}}))},
         f"{review_path}/reject": {
-            "post": _op("Reject what is left of the review, saying why", "reviewer", _json(_ref("Review"), "Rejected"),
-                        params=[NS, NUMBER], body=_obj({"reason": {"type": "string", "minLength": 1}}, ("reason",)))},
+            "post": _op("Turn down what is left of the review, or the commits listed, saying why (one commit: "
+                        "no reason needed)", "reviewer", _json(_ref("Review"), "Rejected"),
+                        params=[NS, NUMBER], body=_obj({"reason": {"type": "string"}, "commits": STRS,
+                                                        "expected": {"type": "integer", "minimum": 1},
+                                                        "version": {"type": "string"}}))},
         f"{review_path}/comments": {
             "post": _op("Comment on the review", "writer", _json(_ref("Review"), "Commented"),
                         params=[NS, NUMBER], body=_obj({"text": {"type": "string", "minLength": 1}},
