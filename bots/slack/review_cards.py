@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
+from gitmem.wording import plural
+
 from .blocks import Block, button, context, text_section
 from .text import SECTION_LIMIT, clip, escape, person
 
@@ -91,7 +93,7 @@ def review_buttons(namespace: str, number: int, block_id: str = REVIEW_ACTIONS_B
     """
     n, rest = len(shown), open_count - len(shown)
     value = review_value(namespace, number, shown, version)
-    changes = f"{n} change{'' if n == 1 else 's'}"
+    changes = plural(n, "change")
     if rest > 0:
         label, reject_label = f"Approve the {n} shown", f"Reject the {n} shown…"
         where = "on the review page" if url else f"with `gitmem review show {number}`"
@@ -168,7 +170,7 @@ def review_blocks(namespace: str, review: Mapping[str, Any], summary: str, commi
     if len(open_commits) > len(shown):
         more = len(open_commits) - len(shown)
         where = "on the review page" if url else f"with `gitmem review show {number}`"
-        blocks.append(context(f"…and {more} more change{'' if more == 1 else 's'}, shown {where}."))
+        blocks.append(context(f"…and {plural(more, 'more change')}, shown {where}."))
     ids = [str(c["id"]) for c in shown if c.get("id")]
     if decide and ids:
         blocks.append(review_buttons(namespace, number, shown=ids, open_count=len(open_commits),
@@ -233,7 +235,7 @@ def review_list_blocks(namespace: str, reviews: Sequence[Mapping[str, Any]], pub
         blocks.append(text_section(
             f"*#{number}* {escape(str(review.get('title') or ''))}\n"
             f"{escape(str(review.get('kind') or ''))} · by {person(review.get('author'))}"
-            + (f" · {left} change{'' if left == 1 else 's'} to decide" if left > 0 else "")))
+            + (f" · {plural(left, 'change')} to decide" if left > 0 else "")))
         elements: list[Block] = []
         url = review_url(public_url, namespace, number)
         if url:

@@ -22,6 +22,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from gitmem.errors import GitmemError
+from gitmem.wording import plural
 
 from .blocks import CANCEL_CONSOLIDATION, RUN_CONSOLIDATION, Block, context, error_text, text_section
 from .bot import Bot, Target, metadata
@@ -171,7 +172,7 @@ def register(app: App, bot: Bot) -> None:
         if not ids:
             unnamed(client, target, user, number)
             return
-        changes = f"{len(ids)} change{'' if len(ids) == 1 else 's'}"
+        changes = plural(len(ids), "change")
         client.views_open(trigger_id=body["trigger_id"], view={
             "type": "modal",
             "callback_id": REJECT_REVIEW_VIEW,

@@ -102,8 +102,8 @@ class ReviewDecisions(ReviewRecords):
         turned = [c for c in every if current.state_of(str(c.id)) not in ("merged", "skipped")] \
             if picked is None else picked
         if expected is not None and len(turned) != expected:
-            raise Conflict(f"review #{number} has {len(turned)} commit(s) to turn down now, not the {expected} you "
-                           "saw; nothing was decided: look at it again")
+            raise Conflict(f"review #{number} has {plural(len(turned), 'commit')} to turn down now, not the "
+                           f"{expected} you saw; nothing was decided: look at it again")
         remembered = self._fingerprints(namespace, current, turned)
         skipped = {str(c.id) for c in turned}
 
@@ -123,16 +123,19 @@ class ReviewDecisions(ReviewRecords):
             comments = review.comments
             if text is not None:
                 # While commits are left to decide, say which part of the review the reason is about.
-                said = f"Turned down {len(skipped)} commit(s): {text}" if status == "open" else text
+                said = f"Turned down {plural(len(skipped), 'commit')}: {text}" if status == "open" else text
                 comments = [*comments, {"actor": actor, "at": concepts.iso(now()), "text": said}]
             return replace(review, status=status, decided_by=actor, updated=now(), comments=comments,
                            commit_states=states, rejected=[*review.rejected, *remembered])
 
-        what = f"rejected by {actor}" if picked is None else f"{len(skipped)} commit(s) turned down by {actor}"
+        what = f"rejected by {actor}" if picked is None else f"{plural(len(skipped), 'commit')} turned down by {actor}"
         review = self._save(namespace, number, update, what, actor)
         if review.status != "open":
             self._retire_branch(namespace, review)
         self._publish(namespace, review)
+        undo = self.on_rejected.get(review.kind)
+        if undo is not None and review.status == "rejected":
+            undo(namespace, review, actor=actor)
         return review
 
     def check(self, namespace: str, number: int, *, actor: str) -> Review:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from .. import concepts
 from ..errors import MalformedConcept
 from ..repo import Change, Commit, Store
+from ..wording import plural
 
 
 def successor(gone: Mapping[str, str], memory_id: str) -> str:
@@ -54,7 +55,7 @@ def relinked(store: Store, tip: Commit, linking: Iterable[concepts.Memory], gone
             ids.append(current.id)
     if not files:
         return tip
-    change = Change(files, f"relink {len(files)} memory file(s) to what merged memories became", "relink",
+    change = Change(files, f"relink {plural(len(files), 'memory file')} to what merged memories became", "relink",
                     tuple(ids), None, actor,
                     body="Their related links named memories an approved merge took away.")
     return store.commit(str(store.write_commit(tip, change)))

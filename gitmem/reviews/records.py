@@ -133,6 +133,9 @@ class ReviewRecords:
         #: Review kinds whose approval is not a merge, by kind: ``decide(namespace, review, *,
         #: actor, admin) -> Review``. The facade registers the purge of a history here.
         self.deciders: dict[str, Callable[..., Review]] = {}
+        #: What else a rejection of a review of some kind undoes, by kind: ``undo(namespace, review,
+        #: *, actor)``. Corrections register here: a rejected supersede keeps both memories.
+        self.on_rejected: dict[str, Callable[..., object]] = {}
 
     # --- the record store ------------------------------------------------------------------------
 

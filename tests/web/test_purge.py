@@ -129,7 +129,9 @@ def test_the_review_page_says_what_approving_a_purge_does_and_who_may(
     token = signed_in(client, keys.reviewer)
     page = client.get(f"/ns/default/reviews/{review.number}").get_data(as_text=True)
     assert "purges the memory from the whole history of default" in page and "your key is not an admin" in page
+    ids = [str(c.id) for c in svc.reviews.commits("default", review)]
     refused = client.post(f"/ns/default/reviews/{review.number}", data={
-        "action": "approve", "expected": "1", "csrf_token": token}, follow_redirects=True)
+        "action": "approve-all", "lossless": ids, "version": review.version, "confirmed": "1",
+        "csrf_token": token}, follow_redirects=True)
     assert "only an admin approves it" in refused.get_data(as_text=True)
     assert svc.reviews.get("default", review.number).status == "open"

@@ -417,13 +417,13 @@ def test_a_push_that_adds_one_memory_and_edits_another_says_so_and_links_only_re
            "Database, and deploys move")
     assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
     shown = svc.reviews.diff("default", 1)
-    assert summarise(shown) == "added 1; edited 1"
+    assert summarise(shown) == "edited 1; added 1"
     by_change = {m.change: m for m in shown[0].memories}
     assert by_change["changed"].id == memory_id and by_change["changed"].assigned
     assert not by_change["added"].assigned  # a plain file: its id comes with the merge
     signed_in(client, keys.reader)
     page = client.get("/ns/default/reviews/1").get_data(as_text=True)
-    assert "added 1; edited 1" in page
+    assert "edited 1; added 1" in page
     assert f"/ns/default/memories/{memory_id}" in page
     assert f"/ns/default/memories/{by_change['added'].id}" not in page  # it would 404 until merged
     assert "no id yet: it gets one when merged" in page

@@ -200,7 +200,7 @@ def test_reject_selected_needs_a_reason_and_turns_down_only_those(client: Client
     client.post(url, data={**data, "reason": "ops have not signed off"})
     review = svc.reviews.get("default", number)
     assert review.status == "open" and review.commit_states == {commits[0]: "skipped", commits[1]: "skipped"}
-    assert review.comments[-1]["text"] == "Turned down 2 commit(s): ops have not signed off"
+    assert review.comments[-1]["text"] == "Turned down 2 commits: ops have not signed off"
     assert svc.show("default", ids[2]).text == RUNTIMES[2][0]
 
 
@@ -217,7 +217,7 @@ def test_changes_that_lose_words_are_flagged_and_left_out_of_approve_all(client:
     assert len(lossy) == 1 and len(lossless) == 2
     assert seen.count('<li class="lossy">') == 1 and re.search(r"loses \d+ words</span></li>", seen)
     assert re.findall(r'name="lossless" value="([0-9a-f]{40})"', seen) == [c.id for c in lossless]
-    assert "Approve all (<span class=\"count\">2</span>)" in seen and "1 open commit loses words" in seen
+    assert "Approve all (<span class=\"count\">2</span>)" in seen and "Open commits that lose words: 1" in seen
     assert len(sections(html(client, url + "?lossy=1"))) == 1
     # Approve all as the page posts it: the lossless ones; the one that loses words stays open.
     data = {"action": "approve-all", "lossless": [c.id for c in lossless], "version": version_of(seen),
