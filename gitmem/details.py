@@ -365,6 +365,31 @@ _ENVIRONMENT_ANY = re.compile(
              for w in sorted(_ENVIRONMENTS, key=len, reverse=True)), re.IGNORECASE)
 
 
+# What comes before a number said as a value, a word or two ahead: "is 100", "to 5", "use 2", "every 3".
+_VALUE_CUE = re.compile(
+    r"(?:\b(?:is|are|was|were|be|to|at|of|by|every|under|over|below|above|max|maximum|min|minimum|limit|"
+    r"uses?|using|with|within|than|about|around|only|least|most)|[=:<>≤≥~]|[是为到改用设])\s*(?:[^\s\d]+\s+)?$",
+    re.IGNORECASE)
+
+
+def _said_as_value(text: str, values: frozenset[str]) -> bool:
+    """Whether each number of ``values`` stands in ``text`` as a value: with its unit, or after a cue."""
+    folded = _fold(text)
+    for value in values:
+        digits = re.match(r"[\d.,]+", value)
+        if digits is None:
+            return False
+        unit = value[digits.end():]
+        found = False
+        for match in re.finditer(rf"(?<![\d.]){re.escape(digits.group(0))}(?![\d])", folded):
+            if unit or _VALUE_CUE.search(folded[max(0, match.start() - 30): match.start()]):
+                found = True
+                break
+        if not found:
+            return False
+    return True
+
+
 def _masked(text: str) -> str:
     """``text`` with its details (numbers, names, identifiers, weekdays, environments) blanked out."""
     folded = _fold(text)
@@ -458,10 +483,12 @@ def update_of(new: str, old: str) -> str | None:
         if changed is not None:
             kind, new_values, old_values = changed
             what = f"{kind} {', '.join(sorted(old_values))} -> {', '.join(sorted(new_values))}"
-            # Unmarked, only a value changes a statement: a number, weekday, environment, or a name
-            # that holds a digit or a dot (a version, host, time or phone number). "Use proper
-            # Tailwind configuration" and "Use proper session configuration" are two rules.
-            valued = kind in ("number", "weekday", "environment") or (
+            # Unmarked, only a value changes a statement: a number said as a value ("is 100", "use
+            # 2 spaces", not "note 5" or "sprint 12", which name things), a weekday, an environment,
+            # or a name that holds a digit or a dot (a version, host, time or phone number). "Use
+            # proper Tailwind configuration" and "Use proper session configuration" are two rules.
+            valued = kind in ("weekday", "environment") or (
+                kind == "number" and _said_as_value(new, new_values) and _said_as_value(old, old_values)) or (
                 kind == "name" and all(map(_value_like, new_values | old_values)))
         else:
             assert swap is not None

@@ -212,8 +212,9 @@ class Recall:
         if not 1 <= limit <= 1000:
             raise InvalidInput("limit must be between 1 and 1000")
         at = now()
-        with self.namespaces.using(namespace) as ns:
-            ns.synced()
+        with self.namespaces.using(namespace) as ns, ns.index.at(ns.store, ns.synced()):
+            # One snapshot of the index for the whole search: another process's write re-indexes
+            # files, and a row read after it would not be the row a candidate named.
             if query:
                 hits = self._matching(ns, query, files, limit, at, include_archived, include_pending)
             else:
@@ -369,8 +370,7 @@ class Recall:
             return [h for h in hits if h.path_match or applies(
                 h.memory.paths, lexicon_techs(h.memory), files, profiles)][:limit]
         at = now()
-        with self.namespaces.using(namespace) as ns:
-            ns.synced()
+        with self.namespaces.using(namespace) as ns, ns.index.at(ns.store, ns.synced()):
             live = ns.index.in_states(["active"])
             pathful = {r: m.paths for r, m in ns.index.documents(c.rowid for c in live if c.pathful).items()}
             pending = ns.usage.pending(ids=[c.id for c in live])
