@@ -129,6 +129,8 @@ def test_corrections_supersede(svc: MemoryService, older: str, newer: str) -> No
     ("The iOS app is released every two weeks", "The Android app is released every week"),
     ("Use proper Tailwind configuration", "Use proper session configuration"),       # a thing, not a value
     ("Use async/await instead of callbacks", "Use Promise.all instead of sequential awaits"),
+    ("Sprint 12 demo is on Friday", "Sprint 13 demo is on Friday"),                    # a number naming a thing
+    ("Shared rule about folding number 0.", "Shared rule about folding number 1."),
 ])
 def test_what_adds_or_differs_supersedes_nothing(svc: MemoryService, first: str, second: str) -> None:
     svc.remember("default", first)
