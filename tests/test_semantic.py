@@ -134,8 +134,11 @@ def test_commands_that_need_no_model_never_load_it(svc: MemoryService, settings:
 def test_the_write_gate_merges_an_agents_paraphrase_but_never_a_near_miss(svc: MemoryService) -> None:
     first = svc.remember("default", "Run the unit tests with pytest before every commit.", source="agent").memory
     assert first is not None
-    again = svc.remember("default", "Always run pytest unit tests before committing code.", source="agent")
+    again = svc.remember("default", "Always run the pytest unit tests before you commit.", source="agent")
     assert (again.outcome, again.similar_to) == ("merged", first.id)
+    # A paraphrase with a word of its own ("code") would lose it in a merge: it is added instead.
+    own_word = svc.remember("default", "Always run pytest unit tests before committing code.", source="agent")
+    assert own_word.outcome == "added"
     # Same wording, another detail: a different rule, kept.
     staging = svc.remember("default", "Deploy to staging on Mondays.", source="agent")
     production = svc.remember("default", "Deploy to production on Thursdays.", source="agent")
