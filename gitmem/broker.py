@@ -32,10 +32,13 @@ from datetime import timedelta
 from typing import Any
 
 from celery import Celery
+from celery.app.backends import by_url
+from kombu.connection import Connection
 from kombu.exceptions import ChannelError
-from kombu.transport import filesystem
+from kombu.transport import filesystem, get_transport_cls
 from kombu.utils.json import dumps
 
+from .errors import InvalidInput
 from .settings import Settings
 
 CONSOLIDATE = "gitmem.consolidate"
@@ -107,6 +110,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         conf["result_backend"] = settings.result_backend or f"file://{results}"
     else:
         url = str(settings.broker_url)
+        _check_client("GITMEM_BROKER_URL", url, _transport)
         conf["broker_url"] = url
         default_backend = url if url.startswith(("redis://", "rediss://")) else "rpc://"
         conf["result_backend"] = settings.result_backend or default_backend
@@ -120,7 +124,30 @@ def celery_config(settings: Settings) -> dict[str, Any]:
                 "unacked_restore_interval": max(1, min(10, int(visibility / 4))),
                 "unacked_restore_throttle": 1,
             }
+    if settings.result_backend:
+        _check_client("GITMEM_RESULT_BACKEND", settings.result_backend, by_url)
     return conf
+
+
+def _transport(url: str) -> Any:
+    """The kombu transport class of a broker URL (imports its client)."""
+    return get_transport_cls(Connection(url).transport_cls)  # type: ignore[no-untyped-call]  # kombu is untyped
+
+
+def _check_client(setting: str, url: str, load: Any) -> None:
+    """Refuse, in one line, a broker or result backend whose Python client gitmem does not install.
+
+    gitmem installs the clients of Redis and RabbitMQ; a SQL (``sqla+``, ``db+``), MongoDB or
+    other transport needs its own package, which Celery would otherwise report as a traceback
+    at the worker's start.
+    """
+    try:
+        load(url)
+    except ImportError as exc:
+        scheme = url.partition("://")[0]  # never the rest: it may hold a password
+        raise InvalidInput(f"{setting} {scheme}://... needs the Python package {exc.name or 'it names'}, which "
+                           f"gitmem does not install: install it beside gitmem (pip install {exc.name}), or use "
+                           "redis:// (or amqp:// for the broker)") from None
 
 
 class _AtomicFilesystemChannel(filesystem.Channel):
@@ -176,10 +203,11 @@ class CeleryQueue:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
-    def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
-        """Send a consolidation run of ``namespace`` to the workers; returns the task id."""
+    def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False, started_by: str = "") -> str:
+        """Send a consolidation run of ``namespace`` to the workers (``started_by``: who asks); the task id."""
         policy = {"max_retries": 3, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
-        result = app_for(self.settings).send_task(CONSOLIDATE, args=[namespace], kwargs={"dry_run": dry_run},
+        kwargs: dict[str, Any] = {"dry_run": dry_run} | ({"started_by": started_by} if started_by else {})
+        result = app_for(self.settings).send_task(CONSOLIDATE, args=[namespace], kwargs=kwargs,
                                                   retry=True, retry_policy=policy)
         return str(result.id)
 

@@ -3,9 +3,10 @@
 No I/O here: parse bytes, validate input, render bytes. The frontmatter is OKF v0.1-compatible
 (``type`` required; ``title``, ``description``, ``tags``, ``timestamp``) plus gitmem's own fields.
 
-A ``techchoice`` also keeps its ``options`` (each a name with pros and cons), the ``active`` one
-and ``choices``, the append-only record of which option was chosen when, by whom and why. Other
-memories carry none of the three, so their files are as before.
+A ``techchoice`` also keeps its ``options`` (each a name with pros and cons, a description,
+configuration notes and a status), the ``active`` one and ``choices``, the append-only record of
+which option was chosen when, by whom and why. Other memories carry none of the three, so their
+files are as before. Validating and choosing options is :mod:`gitmem.techchoice`'s.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from . import secretscan
+from . import safeparse, secretscan
 from .errors import InvalidInput, MalformedConcept
 
 TYPES = (
@@ -58,8 +59,7 @@ MAX_LIST_ITEMS = 50
 _YAML_BREAKS = re.compile("[\r\x85\u2028\u2029]")
 
 # libyaml is ~10x faster than pure-Python PyYAML; the output is identical except for escapes,
-# where render() falls back to the pure-Python dumper.
-_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# where render() falls back to the pure-Python dumper. Reading goes through safeparse.
 _Dumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -148,15 +148,31 @@ def tier(potency: float) -> str:
 
 @dataclass(frozen=True)
 class Option:
-    """One option of a technology choice: its name and what speaks for and against it."""
+    """One option of a technology choice: its name, what speaks for and against it, and what it is.
+
+    ``description`` says what the option is or why it is there, ``config`` how it is set up
+    (pi-okf-memory's 说明 and 配置要点 columns), ``status`` where it stands (``candidate``,
+    ``deprecated``...; which option is in use is the techchoice's ``active``, never a status).
+    """
 
     name: str
     pros: tuple[str, ...] = ()
     cons: tuple[str, ...] = ()
+    description: str = ""
+    config: str = ""
+    status: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: name, pros, cons."""
-        return {"name": self.name, "pros": list(self.pros), "cons": list(self.cons)}
+        """A JSON-ready dict: name, pros, cons, description, config, status (every key, empty or not)."""
+        return {"name": self.name, "pros": list(self.pros), "cons": list(self.cons),
+                "description": self.description, "config": self.config, "status": self.status}
+
+    def to_file(self) -> dict[str, Any]:
+        """The option as its file keeps it: the fields it has (a file from before they existed reads the same)."""
+        out: dict[str, Any] = {"name": self.name, "pros": list(self.pros), "cons": list(self.cons)}
+        out.update((key, value) for key, value in (("description", self.description), ("config", self.config),
+                                                   ("status", self.status)) if value)
+        return out
 
 
 @dataclass(frozen=True)
@@ -337,6 +353,8 @@ def read_note(text: str) -> tuple[str, dict[str, Any]]:
         meta, body = _frontmatter(text, strict=True)
     except yaml.YAMLError as exc:
         raise InvalidInput(f"the note's frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    except safeparse.Unsafe as exc:
+        raise InvalidInput(f"the note's frontmatter: {exc}") from exc
     if meta is None:
         return text, {}
     found: dict[str, Any] = {}
@@ -367,8 +385,8 @@ def _frontmatter(text: str, *, strict: bool = False) -> tuple[dict[str, Any] | N
     if not match:
         return None, text
     try:
-        meta = yaml.load(match.group(1), Loader=_Loader)
-    except yaml.YAMLError:
+        meta = safeparse.load_yaml(match.group(1))
+    except (yaml.YAMLError, safeparse.Unsafe):
         if strict:
             raise
         return None, text
@@ -449,7 +467,7 @@ def _meta(memory: Memory) -> dict[str, Any]:
     if memory.archived_reason:
         meta["archived_reason"] = memory.archived_reason
     if memory.options or memory.choices:
-        meta["options"] = [o.to_dict() for o in memory.options]
+        meta["options"] = [o.to_file() for o in memory.options]
         meta["active"] = memory.active
         meta["choices"] = [c.to_dict() for c in memory.choices]
     return meta
@@ -474,9 +492,11 @@ def _file_fields(data: bytes, path: str) -> tuple[dict[Any, Any], str]:
     if not match:
         raise MalformedConcept(path, "no YAML frontmatter between '---' lines at the top")
     try:
-        meta = yaml.load(match.group(1), Loader=_Loader)
+        meta = safeparse.load_yaml(match.group(1))
     except yaml.YAMLError as exc:
         raise MalformedConcept(path, f"frontmatter is not valid YAML: {_one_line(exc)}") from exc
+    except safeparse.Unsafe as exc:
+        raise MalformedConcept(path, f"frontmatter refused: {exc}") from exc
     if not isinstance(meta, dict):
         raise MalformedConcept(path, "frontmatter must be a mapping of fields")
     return meta, match.group(2).strip()
@@ -503,6 +523,9 @@ def _strings(meta: dict[str, Any], key: str) -> tuple[str, ...]:
         return (value,)
     if not isinstance(value, list):
         raise ValueError(f"'{key}' must be a list")
+    if any(isinstance(v, list | dict) for v in value):
+        # Text of a nested value is not a tag or a path, and turning one into text can be costly.
+        raise ValueError(f"'{key}' must be a list of strings, not of lists or mappings")
     return tuple(str(v) for v in value if v is not None)
 
 
@@ -559,9 +582,6 @@ def _from_meta(meta: dict[str, Any], body: str, path: str) -> Memory:
 
 # --- technology choices ------------------------------------------------------------------------
 
-MIN_OPTIONS = 2
-
-
 def _records(value: Any, key: str, field: str, shape: str) -> list[dict[str, Any]]:
     """The frontmatter list ``key`` of mappings that each name ``field``; [] when absent."""
     if value is None:
@@ -576,8 +596,9 @@ def _records(value: Any, key: str, field: str, shape: str) -> list[dict[str, Any
 
 def options_from(value: Any) -> tuple[Option, ...]:
     """Options as a file or an index document holds them (a list of mappings); () when absent."""
-    return tuple(Option(str(item["name"]), _strings(item, "pros"), _strings(item, "cons"))
-                 for item in _records(value, "options", "name", "{name, pros, cons}"))
+    return tuple(Option(str(item["name"]), _strings(item, "pros"), _strings(item, "cons"),
+                        *(str(item.get(key) or "") for key in ("description", "config", "status")))
+                 for item in _records(value, "options", "name", "{name, pros, cons, description, config, status}"))
 
 
 def choices_from(value: Any) -> tuple[Choice, ...]:
@@ -585,136 +606,6 @@ def choices_from(value: Any) -> tuple[Choice, ...]:
     return tuple(Choice(str(item["option"]), parse_time(item.get("at")) or now(),
                         None if item.get("by") is None else str(item["by"]), str(item.get("reason") or ""))
                  for item in _records(value, "choices", "option", "{option, at, by, reason}"))
-
-
-def _option_name(value: Any, what: str = "option name") -> str:
-    name = clean_text(value, limit=200, what=what)
-    if _CONTROL.search(name) or "\n" in name:
-        raise InvalidInput(f"{what} {name[:40]!r} must be one line without control characters")
-    return name
-
-
-def clean_option(value: Any) -> Option:
-    """Validate one option given as ``{"name", "pros", "cons"}`` (or an :class:`Option`)."""
-    if isinstance(value, Option):
-        value = value.to_dict()
-    if not isinstance(value, dict):
-        raise InvalidInput("each option must be an object with a name, pros and cons")
-    unknown = sorted(set(value) - {"name", "pros", "cons"})
-    if unknown:
-        raise InvalidInput(f"unknown option field(s): {', '.join(map(str, unknown))}; an option has name, pros, cons")
-    name = _option_name(value.get("name"))
-    for key in ("pros", "cons"):
-        if value.get(key) is not None and not isinstance(value[key], list | tuple | str):
-            raise InvalidInput(f"the {key} of option {name!r} must be a list of strings")
-    pros = clean_list(value.get("pros"), what="pro", limit=300)
-    cons = clean_list(value.get("cons"), what="con", limit=300)
-    return Option(name, pros, cons)
-
-
-def find_option(options: Iterable[Option], name: str) -> Option | None:
-    """The option called ``name`` (case and surrounding space ignored), or None."""
-    key = " ".join(name.split()).casefold()
-    return next((o for o in options if " ".join(o.name.split()).casefold() == key), None)
-
-
-def clean_options(values: Any, active: Any) -> tuple[tuple[Option, ...], str]:
-    """Validate a technology choice's options and active one: two or more, each with pros and cons.
-
-    Returns the options and the active option's name as the options spell it.
-    """
-    if not isinstance(values, list | tuple) or len(values) < MIN_OPTIONS:
-        raise InvalidInput(f"a techchoice needs {MIN_OPTIONS} or more options, each with pros and cons "
-                           "(e.g. --option pnpm --pro pnpm=fast --con pnpm='fewer users' ...)")
-    if len(values) > MAX_LIST_ITEMS:
-        raise InvalidInput(f"more than {MAX_LIST_ITEMS} options; a techchoice takes at most {MAX_LIST_ITEMS}")
-    options: list[Option] = []
-    for value in values:
-        option = clean_option(value)
-        if find_option(options, option.name) is not None:
-            raise InvalidInput(f"option {option.name!r} is given twice")
-        if not option.pros or not option.cons:
-            raise InvalidInput(f"option {option.name!r} needs at least one pro and one con")
-        options.append(option)
-    if active is None or (isinstance(active, str) and not active.strip()):
-        raise InvalidInput("a techchoice needs its active option: name one of its options as active")
-    chosen = find_option(options, _option_name(active, "active option"))
-    if chosen is None:
-        raise InvalidInput(f"the active option {active!r} is not one of the options: "
-                           + ", ".join(o.name for o in options))
-    return tuple(options), chosen.name
-
-
-def with_choice(memory: Memory, option: Any, *, reason: Any, by: str | None, at: datetime,
-                pros: Iterable[str] = (), cons: Iterable[str] = ()) -> Memory:
-    """The techchoice after choosing ``option`` for ``reason``: an append-only change.
-
-    An option not yet listed is added (it needs pros and cons); pros and cons given for a listed
-    option are added to it. Nothing is ever removed: every option stays, and the choice is
-    appended to ``choices``.
-    """
-    if memory.type != "techchoice" or not memory.options:
-        raise InvalidInput(f"memory {memory.id} is a {memory.type} without options; only a techchoice "
-                           "with options can have another option chosen")
-    name = _option_name(option, "option")
-    # Who chose is kept in the record and named in the commit, like an author: it must hold no secret.
-    by = next(iter(clean_list([by], what="actor")), None) if by is not None else None
-    why = clean_text(reason, limit=1000, what="reason") if isinstance(reason, str) and reason.strip() else None
-    if why is None:
-        raise InvalidInput("say why this option is chosen now (--reason): the record keeps it")
-    more_pros = clean_list(pros, what="pro", limit=300)
-    more_cons = clean_list(cons, what="con", limit=300)
-    found = find_option(memory.options, name)
-    if found is None:
-        if not more_pros or not more_cons:
-            raise InvalidInput(f"{name!r} is a new option: give at least one pro and one con for it "
-                               f"(options now: {', '.join(o.name for o in memory.options)})")
-        if len(memory.options) >= MAX_LIST_ITEMS:
-            raise InvalidInput(f"the techchoice has {MAX_LIST_ITEMS} options already")
-        chosen = Option(name, more_pros, more_cons)
-        options = memory.options + (chosen,)
-    else:
-        if memory.active is not None and find_option([found], memory.active) is not None:
-            raise InvalidInput(f"{found.name!r} is already the active option")
-        chosen = Option(found.name, found.pros + tuple(p for p in more_pros if p not in found.pros),
-                        found.cons + tuple(c for c in more_cons if c not in found.cons))
-        options = tuple(chosen if o is found else o for o in memory.options)
-    return memory.replace(options=options, active=chosen.name,
-                          choices=memory.choices + (Choice(chosen.name, at, by, why),), updated=at)
-
-
-def merged_options(old: Iterable[Option], new: Iterable[Option]) -> tuple[Option, ...]:
-    """``old`` with what ``new`` adds: options it lacks appended, pros and cons unioned; nothing dropped."""
-    out = list(old)
-    for option in new:
-        found = find_option(out, option.name)
-        if found is None:
-            out.append(option)
-        else:
-            pros = found.pros + tuple(p for p in option.pros if p not in found.pros)
-            cons = found.cons + tuple(c for c in option.cons if c not in found.cons)
-            out[out.index(found)] = Option(found.name, pros, cons)
-    return tuple(out)
-
-
-def options_table(memory: Memory) -> str:
-    """A technology choice's options as a Markdown table, the active one marked; "" for other memories."""
-    if not memory.options:
-        return ""
-
-    def cell(values: Iterable[str]) -> str:
-        return "; ".join(" ".join(v.split()).replace("|", "\\|") for v in values) or "-"
-
-    rows = ["| option | pros | cons |", "| --- | --- | --- |"]
-    for o in memory.options:
-        mark = " (active)" if memory.active is not None and find_option([o], memory.active) else ""
-        rows.append(f"| {cell([o.name])}{mark} | {cell(o.pros)} | {cell(o.cons)} |")
-    if memory.choices:
-        last = memory.choices[-1]
-        said = f": {' '.join(last.reason.split())}" if last.reason else ""
-        rows.append("")
-        rows.append(f"Chosen {last.option} on {iso(last.at)[:10]}" + (f" by {last.by}" if last.by else "") + said)
-    return "\n".join(rows)
 
 
 # --- files pushed over git -------------------------------------------------------------------------
@@ -741,13 +632,48 @@ def parse_pushed(data: bytes, path: str, *, default_id: str | None = None) -> tu
         raise MalformedConcept(path, str(exc)) from exc
 
 
-def complete(data: bytes, path: str, *, author: str | None = None) -> bytes | None:
-    """The pushed file with gitmem's own fields filled in (id, created, potency...), or None if it has them.
+def stated_id(data: bytes, path: str) -> str | None:
+    """The id a memory file's frontmatter gives, read as :func:`parse` reads it; None without one.
 
-    ``author``: who wrote it (the review's author, the pusher), unless the file names someone.
+    Every YAML form counts (``'id': …``, ``id: >-``, a flow mapping, ``1_234_567_890``, a line
+    after 4 KB): a check of duplicate ids must see the id recall will see. A file that does not
+    parse gives None (it is refused, or reported, for that).
+    """
+    try:
+        meta, _ = _file_fields(data, path)
+    except MalformedConcept:
+        return None
+    return str(meta.get("id") or "") or None
+
+
+def complete(data: bytes, path: str, *, author: str | None = None, before: Memory | None = None) -> bytes | None:
+    """The pushed file as main keeps it, or None when it is that already.
+
+    gitmem's own fields are filled in (id, created, potency...), and when ``before`` (the memory
+    as it was) had a title or description taken from its text and the push changed only the
+    text, they follow the new text (:func:`follow_text`). ``author``: who wrote it (the review's
+    author, the pusher), unless the file names someone.
     """
     memory, incomplete = parse_pushed(data, path)
-    if not incomplete:
+    followed = memory if before is None else follow_text(before, memory)
+    if not incomplete and followed == memory:
         return None
-    return render(memory.replace(description=memory.description or description_from(memory.text),
-                                 author=memory.author or author))
+    return render(followed.replace(description=followed.description or description_from(followed.text),
+                                   author=followed.author or author))
+
+
+def follow_text(before: Memory, after: Memory, *, title_limit: int = 80) -> Memory:
+    """``after`` with the title and description its text gives, where they were taken from the text.
+
+    A title (or description) that ``before`` took from its text (:func:`title_from`,
+    :func:`description_from`) and that ``after`` keeps while its text changed would go stale:
+    it follows the new text. One set by hand (it differs from what the old text gives) stays.
+    """
+    if after.text == before.text:
+        return after
+    changes: dict[str, str] = {}
+    if after.title == before.title and before.title == title_from(before.text, title_limit):
+        changes["title"] = title_from(after.text, title_limit)
+    if after.description == before.description and before.description in ("", description_from(before.text)):
+        changes["description"] = description_from(after.text)
+    return after.replace(**changes) if changes else after

@@ -28,10 +28,14 @@ class Corrections:
     """Open and settle the reviews of agents' corrections."""
 
     def __init__(self, namespaces: Namespaces, memories: Memories, reviews: Reviews) -> None:
-        """Work on ``namespaces``, amending through ``memories`` and proposing through ``reviews``."""
+        """Work on ``namespaces``, amending through ``memories`` and proposing through ``reviews``.
+
+        Registers itself with ``reviews``: rejecting a supersede review takes the link away.
+        """
         self.namespaces = namespaces
         self.memories = memories
         self.reviews = reviews
+        reviews.on_rejected[KIND] = self.unlink
 
     def propose(self, namespace: str, new_id: str, old_ids: Sequence[str], *, actor: str) -> Review | None:
         """Open a review archiving ``old_ids``, which the memory ``new_id`` supersedes; None if none is live."""

@@ -35,6 +35,7 @@ from .llm import (
 )
 from .settings import Settings
 from .templating import render_template
+from .wording import plural
 
 if TYPE_CHECKING:  # httpx loads with the first client made: the offline defaults never need it
     import httpx
@@ -251,7 +252,7 @@ class EmbeddingsEndpoint:
             raise Unavailable(f"{where} answered something that is not an embeddings response "
                               f"({type(exc).__name__}: {exc})") from exc
         if len(vectors) != len(texts) or not all(vectors):
-            raise Unavailable(f"{where} answered {len(vectors)} vectors for {len(texts)} texts")
+            raise Unavailable(f"{where} answered {plural(len(vectors), 'vector')} for {plural(len(texts), 'text')}")
         return vectors
 
 

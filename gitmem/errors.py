@@ -66,7 +66,11 @@ class NotFound(GitmemError, LookupError):
 
 
 class NamespaceNotFound(NotFound):
-    """The namespace has no repository yet."""
+    """The namespace has no repository yet (``namespace``: which, so each front end can name its own fix)."""
+
+    def __init__(self, message: str, namespace: str | None = None) -> None:
+        super().__init__(message)
+        self.namespace = namespace
 
 
 class MemoryNotFound(NotFound):

@@ -65,7 +65,11 @@ class Feedback:
         if action == "confirm":
             return self._confirm(namespace, memory_id, actor)
         if action == "reject":
-            result = self.memories.forget(namespace, memory_id, reason=text or "rejected", actor=actor, action="reject")
+            # As a review's rejection: the reason is what tells the author, and later readers, what was wrong.
+            if text is None or not text.strip():
+                raise InvalidInput("say why you reject it: a reason is required (the feedback's text), and it is "
+                                   "kept with the archived memory")
+            result = self.memories.forget(namespace, memory_id, reason=text, actor=actor, action="reject")
             assert result.memory is not None
             return FeedbackResult("reject", result.memory, result.commit)
         body = concepts.clean_text(text or "", limit=self.settings.max_text_chars,

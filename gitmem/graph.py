@@ -10,13 +10,19 @@ Edges come from four places, each its own kind:
 * ``related``: a memory's ``related`` field (consolidation links statements of one rule);
 * ``supersedes``: a memory's ``supersedes`` field, pointing from the newer to the older;
 * ``merged``: memories that one consolidation commit (``Action: consolidate`` or ``merge``) named
-  together and that still exist; memories a merge took away are counted on the one they went
-  into (``absorbed``);
+  together and that still exist, pointing from the one the merge made or kept to the others;
+  memories a merge took away are counted on the one they went into (``absorbed``);
 * ``similar``: semantic neighbours from the embeddings port (:meth:`gitmem.semantic.Semantics.neighbours`,
   with consolidation's threshold, so both share one cache), when the port is on: each active
   memory's :data:`SIMILAR_SHOWN` nearest.
 
-Links to memories that no longer exist are left out and counted (``dangling``).
+A ``related`` link to a memory that no longer exists is left out and counted (``dangling``;
+approving a merge points such links at what it made, so it is rare). A ``supersedes`` link to
+a memory a merge took away is history, not a broken link: it is left out, and not counted.
+
+Each memory also gets a ``topic``: memories that the links tie together, by meaning first (the
+semantic neighbours), share one (:func:`topics`, label propagation), so the page lays them out
+side by side, whatever their type.
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,12 +66,13 @@ class Node:
     tags: tuple[str, ...] = ()
     updated: str = ""
     absorbed: int = 0  # memories merged away into this one
+    topic: int = 0  # memories tied together by meaning and links share one (see topics())
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return {"id": self.id, "title": self.title, "text": self.text, "type": self.type, "state": self.state,
                 "potency": self.potency, "tags": list(self.tags), "updated": self.updated,
-                "absorbed": self.absorbed}
+                "absorbed": self.absorbed, "topic": self.topic}
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,7 @@ class Edge:
 
     source: str
     target: str
-    kinds: tuple[str, ...]
+    kinds: tuple[str, ...]  # an edge drawn as its first kind points from ``source`` to ``target``
     cosine: float | None = None  # for ``similar``
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,11 +138,13 @@ class _Links:
         if a == b:
             return
         if a not in self.present or b not in self.present:
-            self.dangling += 1
+            if kind != "supersedes":  # what a memory replaced is gone by design
+                self.dangling += 1
             return
         key = (a, b) if a < b else (b, a)
         self.kinds[key].add(kind)
-        if kind == "supersedes":
+        # A supersede points from the newer memory, a merge from the one it made or kept.
+        if kind == "supersedes" or kind == "merged" and self.direction.get(key) is None:
             self.direction[key] = (a, b)
         if cosine is not None:
             self.cosines[key] = max(cosine, self.cosines.get(key, -1.0))
@@ -180,11 +190,13 @@ class Graphs:
                     links.add(m.id, older, "supersedes")
             absorbed = self._merges(ns, links)
             found_similar, unembedded = self._similar(ns, memories, links, embed_at_most) if use_similar else (False, 0)
+        edges = links.edges()
+        topic = topics([m.id for m in memories], edges)
         nodes = tuple(
             Node(m.id, m.title, m.text, m.type, m.state, round(ranking.effective_potency(m, at, pending), 4),
-                 m.tags, concepts.iso(m.updated), absorbed.get(m.id, 0))
+                 m.tags, concepts.iso(m.updated), absorbed.get(m.id, 0), topic[m.id])
             for m in memories)
-        return Graph(namespace, str(head.id), concepts.iso(at), nodes, links.edges(), found_similar, links.dangling,
+        return Graph(namespace, str(head.id), concepts.iso(at), nodes, edges, found_similar, links.dangling,
                      unembedded)
 
     def page(self, namespace: str, *, similar: bool | None = None) -> str:
@@ -259,6 +271,44 @@ class Graphs:
                     for y in by_hash.get(b, ()):
                         links.add(x, y, "similar", cosine)
         return True, 0
+
+
+#: How strongly each kind of link ties two memories into one topic: meaning first.
+TOPIC_WEIGHTS = {"similar": 3.0, "merged": 2.0, "supersedes": 2.0, "related": 2.0}
+
+
+def topics(ids: Sequence[str], edges: Sequence[Edge], rounds: int = 20) -> dict[str, int]:
+    """A topic number per memory: weighted label propagation over the links, no I/O, deterministic.
+
+    Every memory starts as its own topic and, round after round, takes the topic its links weigh
+    most for (a semantic neighbour three times its cosine, a link of history or of one rule 2),
+    ties to the lowest; topics are then numbered by size, largest first. Memories with no link
+    stay alone.
+    """
+    neighbours: dict[str, dict[str, float]] = defaultdict(dict)
+    for edge in edges:
+        weight = max(TOPIC_WEIGHTS.get(k, 1.0) * (edge.cosine if k == "similar" and edge.cosine else 1.0)
+                     for k in edge.kinds)
+        neighbours[edge.source][edge.target] = neighbours[edge.target][edge.source] = weight
+    label = {i: i for i in ids}
+    for _ in range(rounds):
+        moved = False
+        for memory_id in sorted(neighbours):
+            if memory_id not in label:
+                continue
+            votes: dict[str, float] = defaultdict(float)
+            for other, weight in neighbours[memory_id].items():
+                if other in label:
+                    votes[label[other]] += weight
+            votes[label[memory_id]] += 0.0  # its own topic stands unless a link outweighs it
+            best = min(votes.items(), key=lambda item: (-item[1], item[0]))[0]  # the heaviest, then the lowest
+            if best != label[memory_id]:
+                label[memory_id], moved = best, True
+        if not moved:
+            break
+    sizes = Counter(label.values())
+    order = {name: n for n, (name, _) in enumerate(sorted(sizes.items(), key=lambda item: (-item[1], item[0])))}
+    return {i: order[label[i]] for i in ids}
 
 
 def _hash(text: str) -> str:

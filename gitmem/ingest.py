@@ -37,6 +37,7 @@ from .memories import Candidate, Memories, Outcome
 from .repo import Buffered, Namespaces
 from .semantic import Semantics
 from .settings import Settings
+from .wording import plural
 
 log = logging.getLogger(__name__)
 
@@ -279,7 +280,7 @@ class Ingest:
         if not buffers.holds(buffer_id, token):
             return Distilled(buffer_id, "busy")  # our claim lapsed and another worker took the buffer
         who = sorted({r.author for r in rows if r.author and r.role == "user"})
-        body = (f"Distilled {len(rows)} messages ({sealed.tokens} tokens, sealed: {sealed.reason}) of "
+        body = (f"Distilled {plural(len(rows), 'message')} ({sealed.tokens} tokens, sealed: {sealed.reason}) of "
                 f"conversation {sealed.conversation} from {source}" + (f", said by {', '.join(who)}." if who else "."))
         result = self.memories.remember_many(
             namespace, candidates, message=f"ingest: {len(candidates)} from {sealed.conversation}"[:72],

@@ -12,13 +12,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from . import concepts, details
+from . import concepts, details, techchoice
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
 from .repo import Change, Commit, Guard, Namespace, Namespaces, match_tokens, search_terms
 from .semantic import Semantics
 from .settings import Settings
 from .similarity import dice, normalise
+from .wording import article, plural
 from .words import document_terms
 
 log = logging.getLogger(__name__)
@@ -243,9 +244,10 @@ class Memories:
         else, including a user's own similar statement (it may be a correction), is added as a
         new memory. Text that carries a secret is refused (:class:`~gitmem.errors.SecretFound`).
 
-        A ``techchoice`` needs ``options`` (two or more ``{name, pros, cons}``, each with pros and
-        cons) and the ``active`` one; ``reason`` is kept as the first entry of its ``choices``.
-        A repeat of a techchoice adds the options it lacks; none is ever dropped.
+        A ``techchoice`` needs ``options`` (two or more ``{name, pros, cons, description, config,
+        status}``, each with pros and cons or a description) and the ``active`` one; ``reason``
+        is kept as the first entry of its ``choices``. A repeat of a techchoice adds the options
+        it lacks; none is ever dropped.
 
         ``actor``: who makes the commit (an API key's name), when not the ``author`` who said it.
         """
@@ -399,7 +401,7 @@ class Memories:
                 tags=old.tags + tuple(t for t in item.tags if t not in old.tags),
                 state="active" if old.state == "archived" else old.state,
                 archived_reason=None if old.state == "archived" else old.archived_reason,
-                options=concepts.merged_options(old.options, item.options) if old.options else old.options,
+                options=techchoice.merged_options(old.options, item.options) if old.options else old.options,
                 updated=at,
             )
             batch.put(old, new)
@@ -413,7 +415,7 @@ class Memories:
                 new = old.replace(
                     paths=old.paths + tuple(p for p in item.paths if p not in old.paths),
                     tags=old.tags + tuple(t for t in item.tags if t not in old.tags),
-                    options=concepts.merged_options(old.options, item.options) if old.options else old.options,
+                    options=techchoice.merged_options(old.options, item.options) if old.options else old.options,
                     potency=min(1.0, round(old.potency_at(at) + 0.05, 4)),
                     last_used=at,
                     updated=at,
@@ -494,19 +496,20 @@ class Memories:
         """Check a new memory's options: (options, active, reason); options only for a techchoice."""
         if memory_type != "techchoice":
             if options or active:
-                raise InvalidInput(f"options and an active option belong to a techchoice, not a {memory_type}; "
+                raise InvalidInput(f"options and an active option belong to a techchoice, not {article(memory_type)}; "
                                    "give --type techchoice")
             return (), None, ""
-        found, chosen = concepts.clean_options(list(options or ()), active)
+        found, chosen = techchoice.clean_options(list(options or ()), active)
         why = concepts.clean_text(reason, limit=1000, what="reason") if reason and reason.strip() else ""
         return found, chosen, why
 
     def choose(self, namespace: str, memory_id: str, option: str, *, reason: str,
-               pros: Iterable[str] = (), cons: Iterable[str] = (), actor: str | None = None) -> WriteResult:
+               pros: Iterable[str] = (), cons: Iterable[str] = (), description: str | None = None,
+               config: str | None = None, status: str | None = None, actor: str | None = None) -> WriteResult:
         """Make ``option`` a techchoice's active one, for ``reason``: one append-only commit.
 
-        A new option (with its pros and cons) is added; every option stays and the choice is
-        appended to the memory's ``choices`` (see :func:`gitmem.concepts.with_choice`).
+        A new option (with its pros and cons, or a description) is added; every option stays and
+        the choice is appended to the memory's ``choices`` (see :func:`gitmem.techchoice.with_choice`).
         """
         memory_id = check_id(memory_id)
         pros, cons = tuple(pros), tuple(cons)
@@ -514,9 +517,10 @@ class Memories:
 
         def plan(head: Commit) -> Change | None:
             old = ns.current(head, memory_id)
-            new = concepts.with_choice(old, option, reason=reason, by=actor, at=now(), pros=pros, cons=cons)
+            new = techchoice.with_choice(old, option, reason=reason, by=actor, at=now(), pros=pros, cons=cons,
+                                         description=description, config=config, status=status)
             result["memory"] = new
-            added = "" if concepts.find_option(old.options, new.active or "") else " (a new option)"
+            added = "" if techchoice.find_option(old.options, new.active or "") else " (a new option)"
             return Change({old.path: concepts.render(new)}, f"choose: {new.active} for {old.title}", "choose",
                           (old.id,), None, actor, body=f"Chosen: {new.active}{added}, after {old.active}.\n\n"
                                                        f"{new.choices[-1].reason}")
@@ -596,10 +600,10 @@ class Memories:
             old = ns.current(head, memory_id)
             changes: dict[str, Any] = {}
             if new_text is not None and new_text != old.text:
-                changes["text"] = new_text
-                changes["description"] = concepts.description_from(new_text)
-                if new_title is None and old.title == self.title_from(old.text):
-                    changes["title"] = self.title_from(new_text)
+                # A title and description taken from the text follow it; ones set by hand stay.
+                followed = concepts.follow_text(old, old.replace(text=new_text),
+                                                title_limit=min(80, self.settings.max_title_chars))
+                changes.update(text=new_text, title=followed.title, description=followed.description)
             if new_title is not None and new_title != old.title:
                 changes["title"] = new_title
             if new_type is not None and new_type != old.type:
@@ -621,7 +625,7 @@ class Memories:
                 new = new.replace(path=ns.free_path(head, new.type, new.title, new.id))
                 files[old.path] = None
             files[new.path] = concepts.render(new)
-            what = ", ".join(sorted(k for k in changes if k != "description"))
+            what = ", ".join(sorted(k for k in changes if k != "description" and getattr(old, k) != changes[k]))
             body = f"Changed: {what}."
             if reason.strip():
                 body += f"\n\n{reason.strip()}"
@@ -738,7 +742,7 @@ class Memories:
                 if not files:
                     return None
                 uses = sum(pending[i][0] for i in ids)
-                return Change(files, f"usage: fold {uses} uses of {len(ids)} memories", "usage",
+                return Change(files, f"usage: fold {plural(uses, 'use')} of {plural(len(ids), 'memory')}", "usage",
                               tuple(ids), None, actor)
 
             commit = ns.commit(plan, guard)

@@ -35,6 +35,8 @@ from array import array
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .wording import article
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -148,7 +150,7 @@ def _write_fields(obj: Any, out: Path, prefix: str, *, skip: tuple[str, ...]) ->
         elif isinstance(value, list) and value and all(isinstance(v, np.ndarray) for v in value):
             fields[name] = {"arrays": [_save(out, f"{prefix}{name}_{i}", v) for i, v in enumerate(value)]}
         else:
-            raise CannotKeep(f"{type(obj).__name__}.{name} is a {type(value).__name__}")
+            raise CannotKeep(f"{type(obj).__name__}.{name} is {article(type(value).__name__)}")
     return fields
 
 

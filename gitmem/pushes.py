@@ -6,7 +6,9 @@ Slack card, approve, merge selected, reject), and the client's terminal shows it
 address as ``remote:`` lines. A reviewer or an admin may also move ``main`` forward (fast-forward
 only). Every commit a push brings is checked before anything is accepted, file by file (see
 :meth:`Pushes.problems`); one problem refuses the whole push, names the file on the client's
-terminal, and leaves the repository as it was (the pack never leaves its quarantine).
+terminal, and leaves the repository as it was (the pack never leaves its quarantine): what can
+refuse a push is checked before the pack moves in (:mod:`gitmem.pushrules`, and the review it
+would open), so a refused push leaves every ref and object as it found them.
 
 A pushed file may lack gitmem's own fields (a plain OKF file with only ``type``): it is accepted
 and completed (id, created, potency...) when it reaches main, by a review's approval or by the
@@ -21,23 +23,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
-from . import concepts, notify, secretscan
-from .concepts import TYPES, now
-from .errors import GitmemError, InvalidInput, MalformedConcept, RefLocked, RefRaceLost
-from .repo import MAIN, Namespace, Namespaces, is_memory_path, refused_part
+from . import notify
+from .concepts import now
+from .errors import GitmemError, InvalidInput, RefLocked, RefRaceLost
+from .pushrules import Rules, review_title
+from .repo import MAIN, Namespace, Namespaces
 from .repo import receive as wire
+from .repo import rewrite as history
 from .reviews import Review, Reviews, completed
 from .semantic import Semantics
 from .settings import Settings
+from .wording import article, plural
 
 log = logging.getLogger(__name__)
 
 FOR_MAIN = "refs/for/main"
 REVIEW_PREFIX = "refs/heads/review/"
-# What a pushed README.md may weigh, and how much bigger than its text limit a memory file may be
-# (its frontmatter: tags, paths, confirmations...).
-README_BYTES = 64 * 1024
-FRONTMATTER_BYTES = 16 * 1024
 HOW_TO_PUSH = ("push to refs/for/main to open a review: git push origin HEAD:refs/for/main "
                "(or run `gitmem sync`)")
 
@@ -58,6 +59,17 @@ class Outcome:
         return self.unpack == "ok" and all(reason is None for _, reason in self.results)
 
 
+@dataclass(frozen=True)
+class ReviewPlan:
+    """What a push to a review ref will do, worked out before the pack leaves its quarantine."""
+
+    how: str  # "open" a new review, "update" the open one of the branch, or "same": one holds it already
+    base: str  # the commit the review's commits build on: main's, or the head of the review it stacks on
+    summaries: list[str]  # the first line of each of the review's commits, oldest first
+    existing: Review | None = None  # the review that holds the commits ("same") or is updated
+    stacks_on: Review | None = None  # the open review whose commits come first
+
+
 class Pushes:
     """Receive pushes into a namespace's repository."""
 
@@ -69,6 +81,7 @@ class Pushes:
         self.settings = settings
         self.semantics = semantics
         self.on_main = on_main
+        self.rules = Rules(settings)
 
     def advertise(self, namespace: str) -> bytes:
         """The ref advertisement ``git push`` reads first (``info/refs?service=git-receive-pack``)."""
@@ -89,10 +102,15 @@ class Pushes:
 
     def apply(self, namespace: str, commands: list[wire.RefUpdate], pack: IO[bytes], *, actor: str, role: str,
               base_url: str | None = None) -> Outcome:
-        """Check ``commands`` and the pack against the rules and carry them out, all or nothing."""
+        """Check ``commands`` and the pack against the rules and carry them out, all or nothing.
+
+        Everything that may refuse the push is settled while the pack is in its quarantine: a
+        refused push leaves the repository byte for byte as it was (no ref, no pack).
+        """
         ns = self.namespaces.open(namespace)
         outcome = Outcome()
         policy = {c.ref: self._policy(ns, c, role) for c in commands}
+        plans: dict[str, ReviewPlan] = {}
         quarantine = wire.Quarantine(ns.store)
         try:
             try:
@@ -102,22 +120,34 @@ class Pushes:
                 outcome.results = [(c.ref, "the pack was refused") for c in commands]
                 outcome.messages = [f"refused: {exc}"]
                 return outcome
+            before_purge = self.rules.from_before_purge(quarantine.repo, wire.branch_tips(ns.store), commands,
+                                                        self._rewritten(ns))
             for command in commands:
-                policy[command.ref] = policy[command.ref] or self._moves(ns, quarantine, command, actor, role)
+                policy[command.ref] = policy[command.ref] or before_purge or self._moves(ns, quarantine, command,
+                                                                                         actor, role)
             refused = {ref: why for ref, why in policy.items() if why}
             problems: list[str] = []
             if not refused:
                 problems = self.problems(ns, quarantine, commands)
+            if not refused and not problems:
+                for command in commands:
+                    if command.ref == MAIN:
+                        continue
+                    try:
+                        plans[command.ref] = self._plan_review(ns, quarantine.repo, command)
+                    except InvalidInput as exc:
+                        problems.append(f"{command.ref}: {exc}")
             if refused or problems:
                 outcome.messages = [f"refused {ref}: {why}" for ref, why in refused.items()]
                 outcome.messages += [f"refused: {p}" for p in problems]
                 if problems:
-                    outcome.messages.append("nothing was changed; fix the files named above and push again")
+                    outcome.messages.append("nothing was changed; fix what is named above and push again")
                 first = problems[0] if problems else None
                 outcome.results = [(c.ref, refused.get(c.ref) or first or
                                     "not applied: another ref of this push was refused") for c in commands]
                 return outcome
-            quarantine.migrate()
+            if any(c.ref == MAIN or plans[c.ref].how != "same" for c in commands):
+                quarantine.migrate()  # a push that only repeats an open review brings nothing to keep
         finally:
             quarantine.discard()
         for command in commands:
@@ -125,7 +155,7 @@ class Pushes:
                 if command.ref == MAIN:
                     self._to_main(ns, command, actor, outcome)
                 else:
-                    self._to_review(ns, command, actor, base_url, outcome)
+                    self._to_review(ns, command, plans[command.ref], actor, base_url, outcome)
             except GitmemError as exc:
                 outcome.results.append((command.ref, str(exc)))
                 outcome.messages.append(f"refused {command.ref}: {exc}")
@@ -141,7 +171,7 @@ class Pushes:
                     "(its page, or `gitmem review reject`)")
         if ref == MAIN:
             if role not in ("reviewer", "admin"):
-                return f"a {role} may not push to main; {HOW_TO_PUSH}"
+                return f"{article(role)} may not push to main; {HOW_TO_PUSH}"
             return None
         if ref == FOR_MAIN or ref.startswith(FOR_MAIN + "%"):
             return None
@@ -174,129 +204,71 @@ class Pushes:
         if command.old != current:
             return (f"{command.ref.removeprefix('refs/heads/')} moved since you fetched it (it is at {current[:10]} "
                     "now); fetch, rebase and push again (`gitmem sync` does all three)")
+        branch = command.ref.removeprefix("refs/heads/")
         try:
             forward = wire.descends(quarantine.repo, command.new, current)
+            back = not forward and wire.descends(quarantine.repo, current, command.new)
         except KeyError:
-            forward = False
+            forward = back = False
+        if back:
+            dropped = len(wire.new_commits(quarantine.repo, current, [command.new]))
+            return (f"{branch} only moves forward: your push would take it back to {command.new[:10]}, dropping "
+                    f"{plural(dropped, 'commit')}; to undo a change, revert it (`gitmem revert COMMIT`)")
         if not forward:
-            return (f"{command.ref.removeprefix('refs/heads/')} only moves forward (fast-forward); fetch, rebase "
-                    "and push again")
+            return (f"{branch} is at {current[:10]}, which your commit does not build on (it moved since you "
+                    "fetched, or your history was rewritten); fetch, rebase and push again (`gitmem sync` does "
+                    "all three)")
         return None
+
+    @staticmethod
+    def _rewritten(ns: Namespace) -> dict[str, str]:
+        """Commit id -> the way out, for every commit a purge rewrote (from the records on main)."""
+        return history.rewritten_commits(ns.store)
 
     def problems(self, ns: Namespace, quarantine: wire.Quarantine, commands: list[wire.RefUpdate]) -> list[str]:
-        """Every reason to refuse the commits the push brings, each naming the file and the commit.
-
-        Each changed file must be a memory ``<type>/<name>.md`` (or the README), parse, have a
-        valid ``type`` that matches its folder and a unique ``id`` (or none yet), stay within the
-        size limits and carry no secret; no ``..``, ``.git``, symbolic links, submodules or other
-        folders. Merge commits and histories unrelated to main are refused too.
-        """
-        repo = quarantine.repo
+        """Every reason to refuse the commits the push brings (see :mod:`gitmem.pushrules`)."""
         main = ns.store.head_id(MAIN)
         assert main is not None
-        known = wire.branch_tips(ns.store)
-        out: list[str] = []
-        for command in commands:
+        return self.rules.problems(quarantine.repo, main, wire.branch_tips(ns.store), commands)
+
+    def _plan_review(self, ns: Namespace, repo: wire.Repository, command: wire.RefUpdate) -> ReviewPlan:
+        """What a push to a review ref will do; :class:`InvalidInput` when it would do nothing.
+
+        A push to refs/for/main (or a new review branch) whose history holds an open review's
+        commits stacks on that review: its own review holds only the commits after them.
+        """
+        main = ns.store.head_id(MAIN)
+        assert main is not None
+        base = wire.merge_base(repo, main, command.new)
+        assert base is not None  # checked with the problems
+        reviews = self.reviews.list(ns.name, status="open")
+        mine = [r for r in reviews if r.branch == command.ref]
+        if command.ref.startswith(REVIEW_PREFIX) and ns.store.head_id(command.ref) is not None:
+            if not mine:  # closed while the push was checked
+                raise InvalidInput(f"{command.ref} belongs to no open review; push to a new review branch name")
+            return ReviewPlan("update", base, self._summaries(repo, base, command.new), existing=mine[0])
+        same = [r for r in reviews if r.head == command.new]
+        if command.ref == FOR_MAIN and same:
+            return ReviewPlan("same", base, [], existing=same[0])
+        stacks_on = None
+        for review in reviews:
             try:
-                commits = wire.new_commits(repo, command.new, known)
+                if review.head in (command.new, base) or not wire.descends(repo, command.new, review.head):
+                    continue
             except KeyError:
-                out.append(f"{command.ref}: the push does not carry commit {command.new[:10]} and all it needs")
-                continue
-            except InvalidInput as exc:
-                out.append(str(exc))
-                continue
-            if wire.merge_base(repo, main, command.new) is None:
-                out.append(f"{command.ref}: the pushed history shares no commit with main; clone the namespace "
-                           "and commit on top of it (or run `gitmem sync` on a plain folder)")
-                continue
-            changed: set[str] = set()
-            for commit in commits:
-                pushed = wire.pushed(repo, commit)
-                where = f"(commit {pushed.id[:10]} \"{pushed.summary[:60]}\")"
-                if pushed.parents > 1:
-                    out.append(f"commit {pushed.id[:10]} is a merge; rebase on main instead of merging "
-                               "(git pull --rebase, or `gitmem sync`)")
-                for file in pushed.files:
-                    reason = self._file_problem(file)
-                    if reason:
-                        out.append(f"{file.path}: {reason} {where}")
-                    elif file.data is not None and is_memory_path(file.path):
-                        changed.add(file.path)
-            out += self._duplicate_ids(repo, command.new, changed)
-        return list(dict.fromkeys(out))
+                continue  # its commits are gone (a branch deleted by hand): nothing to stack on
+            if stacks_on is None or wire.descends(repo, review.head, stacks_on.head):
+                stacks_on = review  # the nearest: its head is the latest of those in the history
+        if stacks_on is not None:
+            base = stacks_on.head
+        summaries = self._summaries(repo, base, command.new)
+        if not summaries:
+            raise InvalidInput("nothing to review: main has those commits already")
+        return ReviewPlan("open", base, summaries, stacks_on=stacks_on)
 
-    def _file_problem(self, file: wire.PushedFile) -> str | None:
-        """What is wrong with one changed file, or None."""
-        part = refused_part(file.path)
-        if part is not None:
-            return f"the name {part!r} is not allowed in a path"
-        if file.kind == "symlink":
-            return "a symbolic link; push plain files only"
-        if file.kind == "submodule" or file.path == ".gitmodules":
-            return "a submodule; a memory repository holds no other repositories"
-        folder, _, rest = file.path.partition("/")
-        if file.status == "deleted":
-            if is_memory_path(file.path) or file.kind == "tree":
-                return None
-            return "gitmem's own file; leave it in place"
-        if file.path == "README.md":
-            if file.data is not None and len(file.data) > README_BYTES:
-                return f"{len(file.data)} bytes; the README may have {README_BYTES}"
-            return None if file.data is None else _secret(file.data)
-        if folder == ".gitmem":
-            return ".gitmem/ is written by gitmem only (discussions go through the web page or the API)"
-        if folder not in TYPES:
-            return ("not in a memory folder; a memory is <type>/<name>.md, with <type> one of "
-                    f"{', '.join(TYPES)}")
-        if "/" in rest:
-            return f"a folder inside {folder}/; put memory files in {folder}/ itself"
-        if not rest.endswith(".md"):
-            return f"only Markdown memory files (<name>.md) go in {folder}/"
-        if file.kind not in ("file", "executable") or file.data is None:
-            return "not a plain file"
-        return self._memory_problem(file.path, folder, file.data)
-
-    def _memory_problem(self, path: str, folder: str, data: bytes) -> str | None:
-        limit = self.settings.max_text_chars * 4 + FRONTMATTER_BYTES
-        if len(data) > limit:
-            return f"{len(data)} bytes; a memory file may have {limit}"
-        try:
-            memory, _ = concepts.parse_pushed(data, path)
-        except MalformedConcept as exc:
-            return exc.reason
-        secret = _secret(data)
-        if secret:
-            return secret
-        if memory.type != folder:
-            return f"its type is {memory.type!r} but it is in {folder}/; move it to {memory.type}/"
-        if len(memory.text) > self.settings.max_text_chars:
-            return f"its text is {len(memory.text)} characters; the limit is {self.settings.max_text_chars}"
-        if len(memory.title) > self.settings.max_title_chars:
-            return f"its title is {len(memory.title)} characters; the limit is {self.settings.max_title_chars}"
-        for name in ("tags", "paths", "verified", "related", "supersedes"):
-            if len(getattr(memory, name)) > concepts.MAX_LIST_ITEMS:
-                return f"it has {len(getattr(memory, name))} {name}; the limit is {concepts.MAX_LIST_ITEMS}"
-        return None
-
-    def _duplicate_ids(self, repo: wire.Repository, tip: str, changed: set[str]) -> list[str]:
-        """Changed memory files whose id another file at ``tip`` has too."""
-        if not changed:
-            return []
-        owners: dict[str, list[str]] = {}
-        for path, data in wire.memory_files(repo, tip):
-            if not is_memory_path(path):
-                continue
-            match = re.search(rb"^id:[ \t]*['\"]?([0-9a-f]{10})['\"]?[ \t]*$", data[:4096], re.MULTILINE)
-            if match:
-                owners.setdefault(match.group(1).decode(), []).append(path)
-        out = []
-        for memory_id, paths in owners.items():
-            mine = [p for p in paths if p in changed]
-            if len(paths) > 1 and mine:
-                others = ", ".join(p for p in paths if p != mine[0])
-                out.append(f"{mine[0]}: id {memory_id} is also the id of {others}; give one of them another "
-                           "id, or delete its id line and gitmem assigns one")
-        return out
+    @staticmethod
+    def _summaries(repo: wire.Repository, base: str, head: str) -> list[str]:
+        return [c.message.splitlines()[0] if c.message else "" for c in wire.new_commits(repo, head, [base])]
 
     # --- carrying a push out -------------------------------------------------------------------------
 
@@ -322,10 +294,10 @@ class Pushes:
         count = len(store.between(current, command.new))
         outcome.results.append((command.ref, None))
         outcome.main = str(tip.id)
-        outcome.messages.append(f"main is at {str(tip.id)[:10]}: {count} commit(s) from {actor}")
+        outcome.messages.append(f"main is at {str(tip.id)[:10]}: {plural(count, 'commit')} from {actor}")
         if str(tip.id) != command.new:
-            outcome.messages.append("gitmem completed the memory files that lacked its fields (id, created, "
-                                    "potency...) in one more commit: git pull to get it")
+            outcome.messages.append("gitmem completed the memory files in one more commit (the fields it keeps: "
+                                    "id, created, potency...; titles that follow an edited text): git pull to get it")
         self._after_main(ns, current, str(tip.id), actor, count)
 
     def _after_main(self, ns: Namespace, before: str, after: str, actor: str, count: int) -> None:
@@ -337,31 +309,26 @@ class Pushes:
             log.exception("vectors of %s did not catch up after a push; `gitmem vectors` fills them", ns.name)
         notify.publish(self.settings, {"event": "push.merged", "namespace": ns.name, "actor": actor,
                                        "before": before, "after": after, "commits": count,
-                                       "summary": f"{actor} pushed {count} commit(s) to main"})
+                                       "summary": f"{actor} pushed {plural(count, 'commit')} to main"})
         if self.on_main is not None:
             try:
                 self.on_main(ns.name)
             except Exception:  # a trigger must never fail the write that fired it
                 log.exception("after-push hook failed in %s", ns.name)
 
-    def _to_review(self, ns: Namespace, command: wire.RefUpdate, actor: str, base_url: str | None,
+    def _to_review(self, ns: Namespace, command: wire.RefUpdate, plan: ReviewPlan, actor: str, base_url: str | None,
                    outcome: Outcome) -> None:
         """Put the pushed commits on a review branch and open a review of them (or update the open one)."""
         store = ns.store
-        main = store.head_id(MAIN)
-        assert main is not None
-        base = wire.merge_base(store.repo, main, command.new)
-        assert base is not None  # checked with the problems
-        commits = store.between(base, command.new)
-        if not commits:
-            raise InvalidInput("nothing to review: main has those commits already")
-        same = [r for r in self.reviews.list(ns.name, status="open") if r.head == command.new]
-        if command.ref == FOR_MAIN and same:
-            outcome.results.append((command.ref, None))
-            outcome.messages.append(f"review #{same[0].number} holds these commits already; it waits for a reviewer")
+        outcome.results.append((command.ref, None))
+        if plan.how == "same":
+            assert plan.existing is not None
+            outcome.messages.append(f"review #{plan.existing.number} holds these commits already; "
+                                    "it waits for a reviewer")
             return
-        if command.ref.startswith(REVIEW_PREFIX) and store.head_id(command.ref) is not None:
-            review = self._update_review(ns, command, actor, base)
+        if plan.how == "update":
+            assert plan.existing is not None
+            review = self._update_review(ns, command, actor, plan.base, plan.existing)
             verb = "updated"
         else:
             if command.ref.startswith(REVIEW_PREFIX):
@@ -371,38 +338,39 @@ class Pushes:
                 stamp = now().strftime("%Y%m%dT%H%M%S")
                 branch = store.write_branch(store.commit(command.new), [],
                                             f"{REVIEW_PREFIX}push-{_slug(actor)}-{stamp}", f"push by {actor}")
-            first = store.info(commits[0]).summary or "pushed change"
-            title = first if len(commits) == 1 else f"{len(commits)} commits: {first}"
-            description = "\n".join(f"- {store.info(c).summary}" for c in commits)
-            review = self.reviews.open(ns.name, branch=branch, base=base, title=title[:200], author=actor,
-                                       kind="push", description=f"Pushed over git by {actor}:\n\n{description}")
+            description = "\n".join(f"- {summary}" for summary in plan.summaries)
+            if plan.stacks_on is not None:
+                description += (f"\n\nThese commits come after those of review #{plan.stacks_on.number}, "
+                                "which is open: approve that one first.")
+            try:
+                review = self.reviews.open(ns.name, branch=branch, base=plan.base, title=review_title(plan.summaries),
+                                           author=actor, kind="push",
+                                           description=f"Pushed over git by {actor}:\n\n{description}")
+            except GitmemError:
+                store.delete_ref(branch)  # no review, no branch: nothing of the push is published
+                raise
             verb = "opened"
-        outcome.results.append((command.ref, None))
         outcome.reviews.append(review.number)
         where = f"{base_url.rstrip('/')}/ns/{ns.name}/reviews/{review.number}" if base_url else \
             f"`gitmem review show {review.number} --namespace {ns.name}`"
-        outcome.messages.append(f"review #{review.number} {verb} with {len(commits)} commit(s): {where}")
+        count = len(plan.summaries)
+        outcome.messages.append(f"review #{review.number} {verb} with {plural(count, 'commit')}: {where}")
+        if plan.stacks_on is not None:
+            stacked = plan.stacks_on
+            outcome.messages.append(f"it holds only the commits after review #{stacked.number} (still open, "
+                                    f"{plural(stacked.commit_count, 'commit')}); approve #{stacked.number} first")
         outcome.messages.append("nothing reaches main until a reviewer approves it")
+        advice = self.reviews.pull_advice(ns.name, review, pusher=True)
+        if advice:  # how the pusher's clone gets back in step once it is approved
+            outcome.messages.append(advice)
 
-    def _update_review(self, ns: Namespace, command: wire.RefUpdate, actor: str, base: str) -> Review:
+    def _update_review(self, ns: Namespace, command: wire.RefUpdate, actor: str, base: str, review: Review) -> Review:
         """A push to an existing review branch: move it (a rebase may rewrite it) and point its open review at it."""
         store = ns.store
         current = store.head_id(command.ref)
         assert current is not None
-        open_reviews = [r for r in self.reviews.list(ns.name, status="open") if r.branch == command.ref]
-        if not open_reviews:  # closed while the push was checked
-            raise InvalidInput(f"{command.ref} belongs to no open review; push to a new review branch name")
         store.move_ref(command.ref, command.new, current, f"push by {actor}")
-        return self.reviews.repoint(ns.name, open_reviews[0].number, head=command.new, base=base, actor=actor)
-
-
-def _secret(data: bytes) -> str | None:
-    """What a file's first secret looks like and where, or None."""
-    found = secretscan.find(data.decode("utf-8", "replace"))
-    if not found:
-        return None
-    return (f"line {found[0].line} carries what looks like a {found[0].kind}; remove it (git history keeps it "
-            "forever, so rotate it too) and push again")
+        return self.reviews.repoint(ns.name, review.number, head=command.new, base=base, actor=actor)
 
 
 def _slug(actor: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from . import concepts, details, lexicon, pathprofile, ranking
+from . import concepts, details, lexicon, pathprofile, ranking, techchoice
 from .concepts import Memory, check_id, now
 from .errors import InvalidInput, MemoryNotFound
 from .repo import DISCUSSIONS, Candidate, CommitInfo, Namespace, Namespaces, category_term, techs_of
@@ -44,7 +44,7 @@ class Hit:
         out = {"memory": self.memory.to_dict(), "score": round(self.score, 6),
                "potency": round(self.potency, 4), "path_match": self.path_match}
         if self.memory.options:
-            out["options_table"] = concepts.options_table(self.memory)
+            out["options_table"] = techchoice.options_table(self.memory)
         return out
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from . import personaldata
 from .errors import PersonalDataFound, SecretFound
 from .secretformats import CONTEXT_FORMATS, FORMATS, PRIVATE_KEY_BEGIN, PRIVATE_KEY_END, Format
+from .wording import article
 
 __all__ = ["Finding", "find", "mask", "refuse"]
 
@@ -162,11 +163,11 @@ def refuse(text: str, *, what: str = "text") -> None:
     kinds = tuple(dict.fromkeys(f.kind for f in found))
     if first.personal:
         raise PersonalDataFound(
-            f"{what} carries what looks like a {first.kind}{where}; gitmem refuses personal data, because git "
+            f"{what} carries what looks like {article(first.kind)}{where}; gitmem refuses personal data, because git "
             "history keeps it forever: leave the number out (name the person or account instead) and try again",
             kinds=kinds)
     raise SecretFound(
-        f"{what} carries what looks like a {first.kind}{where}; gitmem refuses it, because git history "
+        f"{what} carries what looks like {article(first.kind)}{where}; gitmem refuses it, because git history "
         "keeps it forever: remove the secret (say where it lives instead, e.g. 'the key is in the "
         "DEPLOY_KEY variable') and try again",
         kinds=kinds)

@@ -35,8 +35,10 @@ from .maintenance import BackedUp, Maintained, Maintenance, Restored
 from .memories import BatchResult, Candidate, Memories, Outcome, WriteResult
 from .pushes import Pushes
 from .recall import Comment, Hit, Recall
+from .redaction import Purged, Redactions
 from .repo import (
     ALL_NAMESPACES,
+    KINDS,
     ROLES,
     AlreadyRunning,
     ApiKey,
@@ -51,6 +53,7 @@ from .repo import (
     file_heads,
     files_in_play,
     refusal,
+    rewrite,
     role_rank,
     syncing,
     workers,
@@ -90,7 +93,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ALL_NAMESPACES", "MAX_MESSAGE_CHARS", "Accepted", "AlreadyRunning", "ApiKey", "BackedUp", "BatchResult",
     "Candidate", "Comment", "CommitInfo", "Dispatched", "Distilled", "FEEDBACK_ACTIONS", "FeedbackResult", "Graph",
-    "Hit",
+    "Hit", "KINDS",
     "Ingested", "KeyStore", "Maintained", "MemoryService", "ObjectCounts", "Outcome", "Plan", "REVIEW_STATUSES",
     "ROLES", "ReplayGuard", "Restored", "Review", "Reviews", "RunResult", "TaskQueue", "Watch", "WriteResult",
     "build_service", "check_id", "check_namespace", "refusal", "role_rank", "summarise",
@@ -99,6 +102,9 @@ __all__ = [
 log = logging.getLogger(__name__)
 #: Seconds between a change and the push to the namespace's mirrors that carries it.
 MIRROR_DELAY = 1.0
+#: Who starts the runs the trigger after writes queues (a consolidation review says it).
+TRIGGERED_BY = "gitmem's background worker, on its own after writes (the trigger: more active memories than " \
+    "GITMEM_CONSOLIDATE_MIN_ACTIVE, or a day since the last run)"
 
 
 class MemoryService(Deferred):
@@ -123,6 +129,10 @@ class MemoryService(Deferred):
             self._namespaces.on_change = self._changed
         self._pushes = Pushes(self._namespaces, self.reviews, settings, self._semantics,
                               on_main=self._added if trigger else None)
+        # Registers itself as the decider of purge reviews: their approval rewrites the history.
+        self._redactions = Redactions(self._namespaces, self.reviews, settings,
+                                      mirrors=lambda namespace: self._mirrors(namespace).push())
+        self.purge_history = self._redactions.request
         self._keys: KeyStore | None = None
         self._watches = WatchList(settings.home)
 
@@ -262,6 +272,14 @@ class MemoryService(Deferred):
         """Take a ``git push`` request; the answer for the client (see :mod:`gitmem.pushes`)."""
         return self._pushes.receive(namespace, body, actor=actor, role=role, base_url=base_url)
 
+    def rewritten(self, namespace: str) -> dict[str, str]:
+        """Commit id -> what to tell a clone that has it, for every commit a purge of ``namespace`` rewrote."""
+        return rewrite.rewritten_commits(self._namespaces.open(namespace).store)
+
+    def last_purge(self) -> Purged | None:
+        """What the last purge approved in this process did (commits rewritten, time, mirrors), if any."""
+        return self._redactions.last
+
     def status(self, namespace: str) -> dict[str, Any]:
         """Counts by state, type and potency tier, head, malformed files, and each mirror's status."""
         data = self._recall_status(namespace)
@@ -346,22 +364,24 @@ class MemoryService(Deferred):
         return exporting.export(self._namespaces, namespace, fmt, dest)
 
     def consolidate(self, namespace: str, *, dry_run: bool = False, progress: Progress | None = None,
-                    llm: LLM | None = None) -> RunResult:
+                    llm: LLM | None = None, started_by: str = "") -> RunResult:
         """Consolidate ``namespace`` in this process (``dry_run``: only plan); see :mod:`gitmem.consolidate`."""
-        return self._consolidation.run(namespace, dry_run=dry_run, progress=progress, llm=llm)
+        return self._consolidation.run(namespace, dry_run=dry_run, progress=progress, llm=llm, started_by=started_by)
 
-    def dispatch(self, namespace: str, *, background: bool = False, progress: Progress | None = None) -> Dispatched:
+    def dispatch(self, namespace: str, *, background: bool = False, progress: Progress | None = None,
+                 started_by: str = "") -> Dispatched:
         """Run consolidation where it belongs: queued when a broker is set or ``background``, else here.
 
         ``background`` is for callers that must not wait (a web request); the queue is then the
         embedded broker when none is configured, served by ``gitmem serve``'s worker.
+        ``started_by``: who asks, kept in the review the run opens.
         """
         from .consolidate import Dispatched
 
         self.require(namespace)
         if self.settings.broker_url or background:
-            return Dispatched(task=self.queue.enqueue_consolidation(namespace))
-        return Dispatched(result=self.consolidate(namespace, progress=progress))
+            return Dispatched(task=self.queue.enqueue_consolidation(namespace, started_by=started_by))
+        return Dispatched(result=self.consolidate(namespace, progress=progress, started_by=started_by))
 
     # --- conversations ---------------------------------------------------------------------------
 
@@ -482,7 +502,7 @@ class MemoryService(Deferred):
             return
         state = self._consolidation.state(namespace)
         state.write(last_enqueued=iso(now()))
-        task_id = self.queue.enqueue_consolidation(namespace)
+        task_id = self.queue.enqueue_consolidation(namespace, started_by=TRIGGERED_BY)
         state.write(last_task=task_id)
         log.info("consolidation of %s queued as %s", namespace, task_id)
 

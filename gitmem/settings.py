@@ -50,7 +50,7 @@ EMBEDDINGS = ("offline", "none", "endpoint")
 AT_LEAST: dict[str, float] = {
     "max_text_chars": 1, "max_title_chars": 1, "merged_max_chars": 1, "max_request_bytes": 1,
     "consolidate_min_active": 0, "consolidate_interval_hours": 0, "consolidate_schedule_hours": 1e-6,
-    "maintain_schedule_hours": 1e-6,
+    "maintain_schedule_hours": 1e-6, "review_max_changes": 1,
     "broker_visibility_timeout": 1, "lock_lease_seconds": 1, "llm_timeout": 0.001, "llm_retries": 0,
     "embed_timeout": 0.001, "embed_retries": 0, "semantic_neighbours": 1, "mirror_retry_seconds": 1,
     "ingest_flush_tokens": 1, "ingest_idle_seconds": 0, "ingest_claim_seconds": 1, "ingest_retry_seconds": 0,
@@ -79,6 +79,8 @@ class Settings:
     consolidate_min_active: int = 15
     consolidate_interval_hours: float = 24.0
     consolidate_schedule_hours: float = 24.0
+    #: Changes a consolidation review holds at most; a later run proposes the rest.
+    review_max_changes: int = 50
 
     # Maintenance: packing every namespace on the workers' beat.
     maintain_schedule_hours: float = 24.0

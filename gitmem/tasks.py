@@ -85,10 +85,13 @@ def _service(app: Celery) -> MemoryService:
     return found
 
 
-def _consolidate(task: Any, namespace: str, dry_run: bool = False) -> dict[str, Any]:
+#: Who starts the runs the beat queues (a consolidation review says it).
+SCHEDULED_BY = "gitmem's background worker, on its daily schedule (GITMEM_CONSOLIDATE_SCHEDULE_HOURS)"
+
+def _consolidate(task: Any, namespace: str, dry_run: bool = False, started_by: str = "") -> dict[str, Any]:
     service = _service(task.app)
     try:
-        return service.consolidate(namespace, dry_run=dry_run).to_dict()
+        return service.consolidate(namespace, dry_run=dry_run, started_by=started_by or "gitmem's workers").to_dict()
     except AlreadyRunning as exc:
         if task.request.retries < RETRIES_WHILE_LOCKED:
             log.info("%s; trying again in %g s", exc, service.settings.lock_lease_seconds)
@@ -114,7 +117,7 @@ def _consolidate_all(task: Any) -> list[str]:
     for namespace in service.namespaces():
         if service.consolidation_open(namespace):
             continue
-        task.app.send_task(CONSOLIDATE, args=[namespace], kwargs={"dry_run": False})
+        task.app.send_task(CONSOLIDATE, args=[namespace], kwargs={"dry_run": False, "started_by": SCHEDULED_BY})
         queued.append(namespace)
     return queued
 

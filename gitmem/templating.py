@@ -10,7 +10,9 @@ import functools
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .concepts import iso, options_table
+from .concepts import iso
+from .techchoice import options_table
+from .wording import article, plural
 
 if TYPE_CHECKING:  # jinja2 loads with the first template rendered, not with every command
     import jinja2
@@ -39,6 +41,8 @@ def environment() -> jinja2.Environment:
     )
     env.filters["iso"] = iso
     env.filters["oneline"] = lambda s: " ".join(str(s).split())
+    env.filters["plural"] = plural
+    env.filters["article"] = article
     # A techchoice's options as a Markdown table, each line indented (for a list item) by the argument.
     env.filters["options_table"] = lambda m, indent=0: "\n".join(
         (" " * indent + line) if line else "" for line in options_table(m).splitlines())

@@ -57,8 +57,8 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
-                                  "bench_mcp", "bench_push", "bench_graph", "bench_lexicon"])
-                                  "bench_mcp", "bench_push", "bench_graph", "bench_cli"])
+                                  "bench_mcp", "bench_push", "bench_graph", "bench_lexicon", "bench_cli",
+                                  "bench_purge"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -162,3 +162,23 @@ def test_bench_cli_times_each_row_against_python(data: Path, tmp_path: Path,
     assert "| cold `gitmem recall QUERY` (prepared encoder) |" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         script("bench_cli").main(["--data", str(data), "--only", "nothing", "--out", str(out)])
+def test_bench_push_refusals_times_both_servers_and_reads_the_workers_memory(tmp_path: Path) -> None:
+    bench = script("bench_push_refusals")
+    figures = bench.run(1, tmp_path)
+    assert figures["bomb"]["gitmem_refused_s"] > 0 and figures["bomb"]["ratio"] > 0
+    large = figures["large_files"]
+    assert large["mib_each"] == 1 and large["worker_peak_rss_mb_after"] >= large["worker_peak_rss_mb_before"] > 10
+
+
+def test_bench_push_refusals_refuses_a_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        script("bench_push_refusals").main(["--mb", "0"])
+    assert exited.value.code == 2 and "--mb must be at least 1" in capsys.readouterr().err
+
+
+def test_bench_purge_times_gitmem_and_git_on_the_same_history(data: Path, tmp_path: Path) -> None:
+    bench = script("bench_purge")
+    texts = [json.loads(line)["text"] for line in data.read_text(encoding="utf-8").splitlines()]
+    figures = bench.run(texts, 30, 1, tmp_path)
+    assert figures["commits"] >= 30 and figures["median_ratio_to_floor"] > 0
+    assert all(v > 0 for v in figures["median_seconds"].values())

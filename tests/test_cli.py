@@ -300,3 +300,15 @@ def test_a_malformed_memory_file_exits_5_naming_the_file(gitmem: Run, settings: 
     status = json.loads(gitmem("status", "--json").stdout)
     assert list(status["malformed"]) == [memory["path"]]
     assert gitmem("remember", "Other memories still work").returncode == 0
+
+
+def test_feedback_reject_needs_a_reason(gitmem: Run, settings: Settings) -> None:
+    memory_id = json.loads(gitmem("remember", "Deploys happen on Tuesdays only", "--json").stdout)["memory"]["id"]
+    before = head(settings)
+    done = gitmem("feedback", memory_id, "reject", ok=False)
+    assert done.returncode == 2 and "reason is required" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert head(settings) == before
+    assert json.loads(gitmem("show", memory_id, "--json").stdout)["state"] == "active"
+    gitmem("feedback", memory_id, "reject", "we deploy on Wednesdays too")
+    shown = json.loads(gitmem("show", memory_id, "--json").stdout)
+    assert (shown["state"], shown["archived_reason"]) == ("archived", "we deploy on Wednesdays too")

@@ -474,3 +474,38 @@ def test_hand_written_blanks_take_the_defaults() -> None:
     parsed = concepts.parse(data, "fact/x.md")
     assert (parsed.access_count, parsed.tenured, parsed.tags, parsed.author) == (0, False, (), "7")
     assert concepts.parse(b"---\ntype: fact\nid: 0123456789\nsource: robot\n---\ntext\n", "f.md").source == "import"
+
+
+# --- frontmatter someone else wrote (issue 23, item 1) --------------------------------------------
+
+
+def _bomb_file(levels: int) -> bytes:
+    from .test_safeparse import bomb
+
+    return f"---\ntype: fact\nid: 3f2a9c1b7e\n{bomb(levels)}---\n\nA fact\n".encode()
+
+
+@pytest.mark.parametrize("reader", ["parse", "parse_pushed"])
+def test_an_alias_bomb_in_a_memory_file_is_refused_before_it_is_expanded(reader: str) -> None:
+    # Level 3 (729 strings) parsed before the fix; level 9 is the 387-million-string bomb.
+    for levels in (3, 9):
+        with pytest.raises(MalformedConcept, match=r"fact/x\.md: frontmatter refused: it uses the YAML anchor &a"):
+            getattr(concepts, reader)(_bomb_file(levels), "fact/x.md")
+
+
+def test_nested_lists_are_not_tags() -> None:
+    data = b"---\ntype: fact\nid: 3f2a9c1b7e\ntags: [[a, b], c]\n---\n\nA fact\n"
+    with pytest.raises(MalformedConcept, match="'tags' must be a list of strings"):
+        concepts.parse(data, "fact/x.md")
+    deep = b"---\ntype: fact\ntags: " + b"[" * 3000 + b"]" * 3000 + b"\n---\n\nA fact\n"
+    with pytest.raises(MalformedConcept, match="fact/x.md: frontmatter"):
+        concepts.parse_pushed(deep, "fact/x.md")
+
+
+def test_a_note_or_a_title_with_an_alias_bomb_is_not_expanded() -> None:
+    from .test_safeparse import bomb
+
+    note = f"---\n{bomb(9)}---\n\nThe body\n"
+    with pytest.raises(InvalidInput, match="no anchors or aliases"):
+        concepts.read_note(note)
+    assert concepts.title_from(note) == "---"  # not frontmatter, so the first line of the text

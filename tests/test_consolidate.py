@@ -364,7 +364,8 @@ def test_a_merge_unions_the_related_links_of_what_it_replaces(svc: MemoryService
     merged_text = "Before every commit run the unit tests with pytest, and the linter."
     _, llm = llm_server(lambda r: answer(merged=merged_text, reason="all about testing before commits"))
     result = svc.consolidate("default", llm=llm)
-    assert result.summary == "consolidated 3 memories into 2, review #1"  # the user's statement stays
+    # The user's statement stays as it is, linked: it counts in neither number (as the review's summary).
+    assert result.summary == "consolidated 2 memories into 1, review #1"
     svc.reviews.approve("default", 1, actor="alice")
     new = next(m for m in svc.list("default") if m.text == merged_text)
     # The replaced memories' links, and the user's statement it was merged beside; never a replaced id.

@@ -67,7 +67,7 @@ def test_the_endpoint_is_asked_in_batches_with_its_model_and_key(offline: Offlin
 @pytest.mark.parametrize(("reply", "message"), [
     (Status(401, '{"error": "bad key"}'), "refused the request: HTTP 401"),
     (Status(503), r"did not answer after 2 attempts \(HTTP 503\)"),
-    (lambda texts: [[1.0, 0.0]], "answered 1 vectors for 2 texts"),
+    (lambda texts: [[1.0, 0.0]], "answered 1 vector for 2 texts"),
     (lambda texts: [[1.0, 0.0], [1.0]], "vectors of different sizes"),
     (Status(200, '{"data": "nope"}'), "not an embeddings response"),
 ])

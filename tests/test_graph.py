@@ -90,8 +90,8 @@ def test_merges_in_history_link_what_survives_and_count_what_was_taken_in(svc: M
     nodes = {n.id: n for n in graph.nodes}
     assert set(nodes) == {kept.id, apart.id, other.id}
     assert nodes[kept.id].absorbed == 2 and nodes[apart.id].absorbed == 0
-    assert [(e.source, e.target, e.kinds) for e in graph.edges] == [
-        tuple(sorted((kept.id, apart.id))) + (("merged",),)]
+    # An arrow from the memory the merge kept to the one it left apart.
+    assert [(e.source, e.target, e.kinds) for e in graph.edges] == [(kept.id, apart.id, ("merged",))]
 
 
 def test_a_real_consolidation_run_shows_as_the_merged_memory_taking_in_the_others(svc: MemoryService) -> None:
@@ -104,7 +104,8 @@ def test_a_real_consolidation_run_shows_as_the_merged_memory_taking_in_the_other
     graph = svc.graph("default", similar=False)
     [merged] = graph.nodes
     assert merged.absorbed == 2
-    assert graph.dangling == 2  # its `supersedes` names the two memories it replaced, now gone
+    # Its `supersedes` names the two memories it replaced, gone by design: history, not broken links.
+    assert graph.dangling == 0
 
 
 def test_semantic_neighbours_are_edges_when_the_embeddings_port_is_on(svc: MemoryService) -> None:
@@ -208,3 +209,77 @@ def test_cli_exports_the_graph_to_a_file(gitmem: Run, tmp_path: Path) -> None:
     bad = gitmem("export", "--format", "graph", "-o", str(tmp_path / "missing" / "graph.html"), ok=False)
     assert bad.returncode == 2 and "cannot write" in bad.stderr
 
+
+
+def test_supersede_and_merge_edges_point_from_the_newer_memory(svc: MemoryService) -> None:
+    old = plant(svc, "Deploys happen on Tuesdays")
+    new = plant(svc, "Deploys happen on Tuesdays and Thursdays", supersedes=(old.id,))
+    first, second = plant(svc, "Lint with ruff"), plant(svc, "Lintez avec ruff")
+    made, beside = max(first, second, key=lambda m: m.id), min(first, second, key=lambda m: m.id)
+    consolidation_commit(svc, (made.id, beside.id))  # the commit names what it made first
+    edges = edges_of(svc.graph("default", similar=False).to_dict())
+    assert (edges[frozenset((new.id, old.id))]["source"], edges[frozenset((new.id, old.id))]["target"]) == (
+        new.id, old.id)
+    # From what the merge made, though its id sorts after the other's.
+    assert (edges[frozenset((made.id, beside.id))]["source"], edges[frozenset((made.id, beside.id))]["target"]) == (
+        made.id, beside.id)
+
+
+def test_topics_follow_meaning_and_links_not_types() -> None:
+    from gitmem.graph import Edge, topics
+
+    ids = ["a1", "a2", "a3", "b1", "b2", "c1"]
+    edges = [Edge("a1", "a2", ("similar",), 0.8), Edge("a2", "a3", ("similar",), 0.7),
+             Edge("b1", "b2", ("related",)), Edge("a3", "b1", ("similar",), 0.46)]
+    topic = topics(ids, edges)
+    assert topic["a1"] == topic["a2"] == topic["a3"] == 0  # the largest group is topic 0
+    assert topic["b1"] == topic["b2"] != topic["a1"]  # one weak neighbour does not pull a group over
+    assert topic["c1"] not in {topic["a1"], topic["b1"]}
+    assert topics(ids, edges) == topic  # the same every time
+
+
+def test_the_graph_groups_memories_by_meaning_whatever_their_type(svc: MemoryService) -> None:
+    tests = [plant(svc, "Run the unit tests before every commit.", type="convention"),
+             plant(svc, "Before every commit, run the unit tests.", type="fact"),
+             plant(svc, "Unit tests must pass before you commit anything.", type="decision")]
+    coffee = [plant(svc, "The office coffee machine is on the third floor.", type="convention"),
+              plant(svc, "Coffee is on the third floor of the office.", type="fact")]
+    nodes = {n.id: n for n in svc.graph("default").nodes}
+    assert len({nodes[m.id].topic for m in tests}) == 1 and len({nodes[m.id].topic for m in coffee}) == 1
+    assert nodes[tests[0].id].topic != nodes[coffee[0].id].topic
+    page = svc.graph("default").script_json()
+    assert '"topic":' in page
+
+
+def test_after_an_approved_merge_no_link_points_at_a_memory_it_took_away(svc: MemoryService,
+                                                                          fsck: Callable[[str], None]) -> None:
+    texts = ("Use descriptive variable and method names.",
+             "Use descriptive variable and method names (e.g., IsUserSignedIn).")
+    merged_away = [plant(svc, text, source="agent", type="convention") for text in texts]
+    linking = plant(svc, "Name booleans as questions: isReady, hasItems", type="convention",
+                    related=(merged_away[0].id, merged_away[1].id))
+    result = svc.consolidate("default")
+    assert result.review is not None
+    svc.reviews.approve("default", result.review, actor="alice")
+    graph = svc.graph("default", similar=False)
+    present = {n.id for n in graph.nodes}
+    [made] = [n.id for n in graph.nodes if n.id != linking.id]
+    assert svc.show("default", linking.id).related == (made,)  # both links now name what they became
+    assert all(link in present for m in svc.list("default") for link in m.related)
+    assert edges_of(graph.to_dict())[frozenset((linking.id, made))]["kinds"] == ["related"]
+    log = svc.log("default", limit=3)
+    assert log[0].action == "relink" and log[0].memory_ids == (linking.id,)
+    fsck("default")
+
+
+def test_a_link_to_what_became_the_linking_memory_itself_is_dropped(svc: MemoryService) -> None:
+    agents = [plant(svc, "Run unit tests before you commit", source="agent", type="convention"),
+              plant(svc, "Always run the unit tests before a commit, and lint too", source="agent",
+                    type="convention")]
+    user = plant(svc, "Run the unit tests before every commit", source="user", type="convention",
+                 related=(agents[0].id,))
+    result = svc.consolidate("default")
+    assert result.review is not None
+    assert "covered by the user's" in svc.reviews.diff("default", result.review)[0].summary
+    svc.reviews.approve("default", result.review, actor="alice")
+    assert svc.show("default", user.id).related == ()  # it became the user's statement: no link to itself

@@ -72,9 +72,13 @@ def test_okf_folder_weights_links_and_techchoices(gitmem: Run, settings: Setting
     assert backend.type == "techchoice" and backend.active == "Go"
     assert [(o.name, o.pros, o.cons) for o in backend.options] == [
         ("Go", ("部署简单", "并发好"), ("泛型晚",)), ("Python", ("库多",), ("慢", "部署麻烦"))]
-    frontend = got["前端框架"]  # pi-okf-memory's own table: no pros and cons
-    assert frontend.type == "decision" and "| React 18 + Vite | 团队熟悉 |" in frontend.text
-    assert "imported as a decision" in items["techchoice/前端框架.md"]["note"]
+    frontend = got["前端框架"]  # pi-okf-memory's own table: 候选 | 说明 | 配置要点 | 状态, and its Active line
+    assert frontend.type == "techchoice" and frontend.active == "React 18 + Vite"
+    assert [(o.name, o.description, o.config, o.status, o.pros, o.cons) for o in frontend.options] == [
+        ("React 18 + Vite", "团队熟悉", "vite.config.ts", "", (), ()),  # in use: the active one, not a status
+        ("Vue 3", "上手快", "", "candidate", (), ())]
+    assert [(c.option, c.reason) for c in frontend.choices] == [("React 18 + Vite", "imported from OKF")]
+    assert items["techchoice/前端框架.md"]["note"] == ""
     # One commit, touching only the imported memories' files.
     log = json.loads(gitmem("log", "--json").stdout)
     assert [entry["action"] for entry in log] == ["import", "init"]
@@ -287,3 +291,88 @@ def test_an_item_edited_in_the_source_is_imported_again_and_the_rest_skipped(svc
     assert [(i.label, i.outcome) for i in edited.items] == [("memories.json#a", "skipped"),
                                                             ("memories.json#b", "added")]
     assert "Deploys happen on Thursdays" in {m.text for m in svc.list("default")}
+def test_alias_bombs_and_deep_nesting_in_a_source_are_refused_item_by_item(
+        served: tuple[str, MemoryService], settings: Settings) -> None:
+    """Issue 23, items 1 and 12: each such file is one refused item; the rest is imported, no 500."""
+    from .test_safeparse import bomb
+
+    url, svc = served
+    admin = {"Authorization": f"Bearer {KeyStore(settings.home).create('default', 'admin', name='ada')[0]}"}
+    files = {
+        "fact/good.md": "---\ntype: fact\ntitle: Good\n---\n\nThe build runs on Fridays\n",
+        "fact/bomb.md": f"---\ntype: fact\n{bomb(9)}---\n\nExpanded it would be huge\n",
+        "fact/deep.md": "---\ntype: fact\ntags: " + "[" * 3000 + "]" * 3000 + "\n---\n\nDeep\n",
+        "fact/deep900.md": "---\ntype: fact\ntags: " + "[" * 900 + "]" * 900 + "\n---\n\nDeep\n",
+        ".meta/weights.json": "{\"entries\": " + "[" * 3000 + "]" * 3000 + "}",
+    }
+    for fmt in ("okf", "basic-memory"):
+        response = httpx.post(f"{url}/api/v1/namespaces/default/import", headers=admin,
+                              json={"format": fmt, "files": files, "dry_run": True})
+        assert response.status_code == 200, response.text
+        items = {item["label"]: item for item in response.json()["items"]}
+        assert items["fact/good.md"]["outcome"] == "added"
+        assert "no anchors or aliases" in items["fact/bomb.md"]["reason"]
+        assert items["fact/deep.md"]["outcome"] == items["fact/deep900.md"]["outcome"] == "refused"
+        if fmt == "okf":
+            assert "more than 20 deep" in items[".meta/weights.json"]["reason"]
+def test_a_dry_run_into_a_new_namespace_reports_what_the_import_would_do(gitmem: Run, settings: Settings,
+                                                                        fsck: Callable[[str], None]) -> None:
+    gitmem("init")
+    dry = run_import(gitmem, "okf", "--dry-run", "-n", "newns")
+    assert dry["dry_run"] is True and dry["new_namespace"] is True and dry["commit"] is None
+    assert dry["counts"]["added"] == 6 and dry["counts"]["refused"] == 2
+    assert not (settings.repos_dir / "newns.git").exists() and not (settings.state_dir / "newns").exists()
+    human = gitmem("import", "okf", str(DATA / "okf"), "--dry-run", "-n", "newns").stdout
+    assert human.startswith("would import 8 okf items into newns (a new namespace it would create): 6 added")
+    real = run_import(gitmem, "okf", "-n", "newns")
+    assert real["new_namespace"] is True and real["commit"]
+    assert [(i["label"], i["outcome"], i["reason"]) for i in dry["items"]] == \
+        [(i["label"], i["outcome"], i["reason"]) for i in real["items"]]
+    assert run_import(gitmem, "okf", "-n", "newns", "--dry-run")["new_namespace"] is False
+    fsck("newns")
+
+
+def test_the_api_imports_into_a_new_namespace_and_names_no_cli_command(served: tuple[str, MemoryService],
+                                                                      settings: Settings) -> None:
+    url, svc = served
+    store = KeyStore(settings.home)
+    admin = {"Authorization": f"Bearer {store.create('*', 'admin', name='ada')[0]}"}
+    writer = {"Authorization": f"Bearer {store.create('*', 'writer', name='wes')[0]}"}
+    files = {str(p.relative_to(DATA / "mem0")): p.read_text() for p in (DATA / "mem0").rglob("*.json")}
+    endpoint = f"{url}/api/v1/namespaces/newns/import"
+    missing = httpx.get(f"{url}/api/v1/namespaces/newns", headers=admin)
+    assert missing.status_code == 404
+    message = missing.json()["error"]["message"]
+    assert "POST /api/v1/namespaces" in message and "gitmem" not in message
+    assert httpx.post(endpoint, headers=writer, json={"format": "mem0", "files": files}).status_code == 403
+    dry = httpx.post(endpoint, headers=admin, json={"format": "mem0", "files": files, "dry_run": True})
+    assert dry.status_code == 200, dry.text
+    assert dry.json()["new_namespace"] is True and dry.json()["counts"]["added"] == 3
+    assert not svc.exists("newns")
+    done = httpx.post(endpoint, headers=admin, json={"format": "mem0", "files": files})
+    assert done.status_code == 200 and done.json()["new_namespace"] is True and done.json()["counts"]["added"] == 3
+    assert svc.exists("newns") and svc.log("newns", limit=1)[0].actor == "ada"
+
+
+def test_okf_techchoices_as_pi_okf_memory_writes_them(gitmem: Run, settings: Settings, tmp_path: Path) -> None:
+    folder = tmp_path / "okf" / "techchoice"
+    folder.mkdir(parents=True)
+    head = ("---\ntype: TechChoice\ntitle: {}\n---\n\n## Options\n\n"
+            "| 候选 | 说明 | 配置要点 | 状态 |\n|---|---|---|---|\n")
+    # The active one named by its status alone; a cell pi-okf-memory quoted as a JSON string.
+    (folder / "包管理器.md").write_text(head.format("包管理器") + '| pnpm | "快: 省磁盘" | .npmrc | active |\n'
+                                        "| npm | 自带 |  | candidate |\n")
+    (folder / "数据库.md").write_text(head.format("数据库") + "| MySQL | 鼎赞 SaaS | - | active |\n\n"
+                                      "## Active\n\n- 当前使用:MySQL\n")  # one option only
+    (folder / "队列.md").write_text(head.format("队列") + "| Redis | 已有 | | candidate |\n"
+                                    "| RabbitMQ | 可靠 | | candidate |\n")  # none in use
+    report = run_import(gitmem, "okf", source=tmp_path / "okf")
+    items = by_label(report)
+    got = memories(settings)
+    npm = got["包管理器"]
+    assert npm.type == "techchoice" and npm.active == "pnpm"
+    assert [(o.name, o.description, o.config, o.status) for o in npm.options] == [
+        ("pnpm", "快: 省磁盘", ".npmrc", ""), ("npm", "自带", "", "candidate")]
+    assert got["数据库"].type == "decision" and "fewer than 2 options" in items["techchoice/数据库.md"]["note"]
+    assert got["队列"].type == "decision" and "no active option" in items["techchoice/队列.md"]["note"]
+    assert "| 候选 |" in got["队列"].text  # a decision keeps its text as it was

@@ -72,7 +72,7 @@ def test_the_double_buffer_keeps_filling_while_a_sealed_buffer_waits(svc: Memory
     queued: list[tuple[str, str]] = []
 
     class Queue:
-        def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
+        def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False, started_by: str = "") -> str:
             return "c"
 
         def enqueue_distil(self, namespace: str, buffer_id: str) -> str:

@@ -1,13 +1,18 @@
-"""The wheel carries every template folder, every Python package and the data files the core reads."""
+"""The wheel carries every template folder, every Python package and the data files the core reads,
+and depends on nothing it does not use."""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
+import re
 import shutil
 import subprocess
 import sys
 import tomllib
 import zipfile
+from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,3 +55,51 @@ def test_the_built_wheel_carries_the_lexicon_and_the_templates(tmp_path: Path) -
             "gitmem/pathprofile.py", "gitmem/py.typed", "gitmem/templates/web/base.html"} <= names
     data = json.loads(zipfile.ZipFile(wheel).read("gitmem/data/tech.json"))
     assert len(data["techs"]) >= 250
+
+
+# Declared dependencies gitmem's own code never imports, each with the module that imports it and
+# what that module imports (checked below, so the reason cannot go stale unnoticed).
+NEEDED_BY = {
+    # kombu's Redis transport imports it; kombu lists it only under its "redis" extra, with an exact pin.
+    "packaging": ("kombu.transport.redis", "packaging"),
+}
+
+
+def _name(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", re.split(r"[<>=!~\[ ;]", requirement, maxsplit=1)[0]).lower()
+
+
+def _imported(folder: Path) -> set[str]:
+    """The top-level modules the Python files under ``folder`` import."""
+    found: set[str] = set()
+    for path in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                found.add(node.module.split(".")[0])
+    return found
+
+
+def test_every_dependency_is_used() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    imported = _imported(ROOT / "gitmem") | _imported(ROOT / "bots")
+    provides: dict[str, set[str]] = {}
+    for module, distributions in packages_distributions().items():
+        for distribution in distributions:
+            provides.setdefault(_name(distribution), set()).add(module)
+    unused = []
+    for requirement in config["project"]["dependencies"]:
+        name = _name(requirement)
+        if provides.get(name, set()) & imported:
+            continue
+        if name in NEEDED_BY:
+            module, needs = NEEDED_BY[name]
+            spec = importlib.util.find_spec(module)
+            assert spec is not None and spec.origin is not None, f"{name}: {module} is gone"
+            source = Path(spec.origin).read_text(encoding="utf-8")
+            assert re.search(rf"^\s*(?:import|from) {re.escape(needs)}\b", source, re.MULTILINE), \
+                f"{name}: {module} no longer imports {needs}; is {name} still needed?"
+            continue
+        unused.append(name)
+    assert not unused, f"declared in pyproject.toml, imported by nothing: {unused}"

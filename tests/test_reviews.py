@@ -15,7 +15,8 @@ import pytest
 from gitmem import notify
 from gitmem.errors import Conflict, InvalidInput, ReviewNotFound, StaleReview
 from gitmem.repo import MAIN
-from gitmem.reviews import _number, summarise
+from gitmem.reviews import review_number as _number
+from gitmem.reviews import summarise
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from tests.conftest import namespace_of
@@ -100,7 +101,7 @@ def test_partial_approval_merges_only_the_chosen_commits_and_keeps_the_rest_open
     with pytest.raises(Conflict, match="merged already"):
         svc.reviews.approve("default", number, actor="alice", commits=[chosen.id])
     second = next(c for c in commits if c.id != chosen.id)
-    with pytest.raises(Conflict, match=r"1 commit\(s\) to merge now, not the 2 you saw"):
+    with pytest.raises(Conflict, match="1 commit to merge now, not the 2 you saw"):
         svc.reviews.approve("default", number, actor="alice", commits=[second.id], expected=2)
     # The rest stays decidable: another one merges, the last is turned down.
     assert svc.reviews.approve("default", number, actor="bob", commits=[second.id]).status == "open"

@@ -326,7 +326,7 @@ def test_a_write_that_adds_queues_consolidation_and_survives_a_queue_that_fails(
     queued: list[str] = []
 
     class Queue:
-        def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False) -> str:
+        def enqueue_consolidation(self, namespace: str, *, dry_run: bool = False, started_by: str = "") -> str:
             queued.append(namespace)
             raise RuntimeError("broker down")
 
@@ -365,6 +365,24 @@ def test_amend(svc: MemoryService, fsck: Fsck) -> None:
     assert head(svc) == before
     with pytest.raises(InvalidInput, match="nothing to amend"):
         svc.amend("default", memory.id)
+    fsck("default")
+
+
+def test_amend_keeps_a_title_and_description_set_by_hand(svc: MemoryService, fsck: Fsck) -> None:
+    from tests.test_consolidate import plant
+
+    titled = svc.remember("default", "Deploys happen on Tuesdays only", title="Deploy days").memory
+    described = plant(svc, "Releases are tagged on Fridays", description="When we tag", source="user")
+    taken = plant(svc, "Hotfixes skip the queue", description="Hotfixes skip the queue", source="user")
+    assert titled is not None
+    for memory, text in ((titled, "Deploys happen on Tuesdays and Wednesdays only"),
+                         (described, "Releases are tagged on Thursdays"), (taken, "Hotfixes skip the release queue")):
+        svc.amend("default", memory.id, text=text, actor="bo")
+    kept_title, kept_description, followed = (file_at(svc, m.path) for m in (titled, described, taken))
+    assert kept_title.title == "Deploy days"
+    assert kept_title.description == "Deploys happen on Tuesdays and Wednesdays only"
+    assert (kept_description.title, kept_description.description) == ("Releases are tagged on Thursdays", "When we tag")
+    assert followed.title == followed.description == "Hotfixes skip the release queue"
     fsck("default")
 
 

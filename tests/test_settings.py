@@ -74,6 +74,7 @@ VARIABLES: dict[str, tuple[str, str, Any]] = {
     "consolidate_min_active": ("GITMEM_CONSOLIDATE_MIN_ACTIVE", "40", 40),
     "consolidate_interval_hours": ("GITMEM_CONSOLIDATE_INTERVAL_HOURS", "12.5", 12.5),
     "consolidate_schedule_hours": ("GITMEM_CONSOLIDATE_SCHEDULE_HOURS", "6", 6.0),
+    "review_max_changes": ("GITMEM_REVIEW_MAX_CHANGES", "20", 20),
     "broker_url": ("GITMEM_BROKER_URL", "redis://127.0.0.1:6379/3", "redis://127.0.0.1:6379/3"),
     "result_backend": ("GITMEM_RESULT_BACKEND", "redis://127.0.0.1:6379/4", "redis://127.0.0.1:6379/4"),
     "llm_base_url": ("GITMEM_LLM_BASE_URL", "http://127.0.0.1:11434/v1", "http://127.0.0.1:11434/v1"),

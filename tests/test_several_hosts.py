@@ -86,7 +86,7 @@ def test_two_hosts_share_one_home_and_a_killed_worker_loses_nothing(tmp_path: Pa
                         lock_lease_seconds=LEASE)
     svc = MemoryService(settings)
     svc.init("default")
-    writer = KeyStore(home).create("default", "writer", name="agent")[0]
+    writer = KeyStore(home).create("default", "writer", name="agent", kind="agent")[0]  # its statements merge
     reviewer = KeyStore(home).create("default", "reviewer", name="rita")[0]
     leases = RedisLeases(REDIS, queue, LEASE)
 

@@ -5,6 +5,7 @@ Consolidation and maintenance (packing) both run there, on demand and on the bea
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -24,7 +25,7 @@ import pytest
 from gitmem import broker, concepts
 from gitmem.broker import CeleryQueue
 from gitmem.repo import MAIN, RunState, packing
-from gitmem.service import MemoryService
+from gitmem.service import MemoryService, build_service
 from gitmem.settings import Settings
 from tests.conftest import namespace_of
 from tests.fakes.openai_server import HOLD, Request, answer, running
@@ -366,3 +367,50 @@ def test_a_run_whose_pool_process_dies_is_handed_back_and_run_again(
     assert calls == 2
     assert [r.number for r in service.reviews.list("default")] == [1]
     fsck("default")
+
+
+@pytest.mark.parametrize(("setting", "url", "client"), [
+    ("GITMEM_BROKER_URL", "sqla+sqlite:////tmp/gitmem-queue.db", "sqlalchemy"),
+    ("GITMEM_RESULT_BACKEND", "db+sqlite:////tmp/gitmem-results.db", "sqlalchemy"),
+    ("GITMEM_BROKER_URL", "mongodb://user:hunter2@localhost/queue", "pymongo"),
+])
+def test_a_broker_whose_client_gitmem_does_not_install_is_one_line(settings: Settings, setting: str, url: str,
+                                                                   client: str) -> None:
+    # gitmem installs the clients of Redis and RabbitMQ (SQLAlchemy is not a dependency).
+    if importlib.util.find_spec(client) is not None:
+        pytest.skip(f"{client} is installed here")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITMEM_")}
+    env.update({"GITMEM_HOME": str(settings.home), setting: url})
+    done = subprocess.run([sys.executable, "-m", "gitmem", "worker"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and f"needs the Python package {client}" in done.stderr
+    assert "hunter2" not in done.stderr  # the URL's password is never echoed
+
+
+def test_a_review_the_trigger_opened_is_named_when_a_person_consolidates(tmp_path: Path) -> None:
+    # The background worker opens a consolidation review on its own after writes; a person's
+    # first `gitmem consolidate` then stops on it, and says what it is and where.
+    settings = Settings(home=tmp_path / "home", consolidate_min_active=2)
+    svc = build_service(settings)
+    svc.init("default")
+    try:
+        near_duplicates(svc)
+        svc.remember("default", "Deploys happen on Tuesdays only")  # a write that adds: the trigger queues a run
+        assert svc.run_state("default").get("last_task")
+        with worker(settings, tmp_path / "worker.log"):
+            wait_for(lambda: bool(svc.reviews.list("default", status="open")), "the triggered run's review",
+                     tmp_path / "worker.log")
+        [review] = svc.reviews.list("default", status="open")
+    finally:
+        svc.close()
+    env = worker_env(settings, GITMEM_PUBLIC_URL="http://memory.example")
+    done = subprocess.run([sys.executable, "-m", "gitmem", "consolidate"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 4 and done.stderr.count("\n") == 1, done.stderr
+    said = done.stderr
+    assert f"consolidation review #{review.number} of namespace 'default' is still open" in said
+    assert f'"{review.title}", opened by gitmem\'s background worker, on its own after writes' in said
+    assert f" on {review.created.strftime('%Y-%m-%d %H:%M')} UTC with 1 change;" in said
+    assert f"`gitmem review show {review.number} --namespace default`" in said
+    assert f"http://memory.example/ns/default/reviews/{review.number}" in said

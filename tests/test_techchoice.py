@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gitmem import concepts
+from gitmem import concepts, techchoice
 from gitmem.errors import InvalidInput
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
@@ -47,7 +47,7 @@ def test_a_techchoice_keeps_its_options_in_okf_frontmatter_and_reads_back(svc: M
 def test_other_memories_files_do_not_change() -> None:
     plain = concepts.Memory(id="0123456789", type="fact", text="x", title="x", path="fact/x.md")
     assert b"options" not in concepts.render(plain)
-    assert concepts.options_table(plain) == ""
+    assert techchoice.options_table(plain) == ""
 
 
 @pytest.mark.parametrize(("options", "active", "message"), [
@@ -60,6 +60,10 @@ def test_other_memories_files_do_not_change() -> None:
     ([OPTIONS[0], "npm"], "pnpm", "object with a name"),
     ([OPTIONS[0], {**OPTIONS[1], "pros": 3}], "pnpm", "list of strings"),
     ([OPTIONS[0], {**OPTIONS[1], "score": 3}], "pnpm", "unknown option field"),
+    ([OPTIONS[0], {"name": "npm", "config": "npmrc"}], "pnpm", "or a description"),
+    ([OPTIONS[0], {"name": "npm", "description": "ships with node", "status": "Active"}], "pnpm", "not a status"),
+    ([OPTIONS[0], {"name": "npm", "description": ["ships with node"]}], "pnpm", "must be a string"),
+    ([OPTIONS[0], {"name": "npm", "description": "x", "status": "one\ntwo"}], "pnpm", "one line"),
 ])
 def test_bad_options_are_refused_and_nothing_is_written(svc: MemoryService, options: Any, active: Any,
                                                         message: str) -> None:
@@ -180,7 +184,8 @@ def test_cli_remembers_chooses_and_recalls_with_the_table(gitmem: Run) -> None:
         "--option", "npm", "--pro", "npm=ships with node", "--con", "npm=slow", "--active", "pnpm",
         "--reason", "disk space", "--json").stdout)
     memory_id = made["memory"]["id"]
-    assert made["memory"]["options"][0] == {"name": "pnpm", "pros": ["fast installs"], "cons": ["fewer users"]}
+    assert made["memory"]["options"][0] == {"name": "pnpm", "pros": ["fast installs"], "cons": ["fewer users"],
+                                            "description": "", "config": "", "status": ""}
     chosen = gitmem("choose", memory_id, "npm", "--reason", "CI has only npm", "--actor", "bob")
     assert "chosen: npm" in chosen.stdout and "| npm (active) | ships with node | slow |" in chosen.stdout
     shown = gitmem("recall", "package manager").stdout
@@ -211,3 +216,68 @@ def test_cli_reads_options_from_a_notes_frontmatter(gitmem: Run) -> None:
     made = json.loads(gitmem("remember", "-", "--json", input=note.encode()).stdout)
     assert made["memory"]["type"] == "techchoice" and made["memory"]["active"] == "React 18 + Vite"
     assert [o["name"] for o in made["memory"]["options"]] == ["React 18 + Vite", "Vue 3"]
+
+
+# pi-okf-memory's options: what each is, how it is set up, where it stands; no pros and cons.
+DESCRIBED = [
+    {"name": "React 18 + Vite", "description": "the team knows it", "config": "vite.config.ts"},
+    {"name": "Vue 3", "description": "quick to learn", "status": "candidate"},
+]
+
+
+def test_an_option_may_carry_a_description_configuration_and_status(svc: MemoryService,
+                                                                    fsck: Callable[[str], None]) -> None:
+    memory = choice(svc, "Frontend framework", options=DESCRIBED, active="React 18 + Vite")
+    assert [(o.name, o.description, o.config, o.status) for o in memory.options] == [
+        ("React 18 + Vite", "the team knows it", "vite.config.ts", ""), ("Vue 3", "quick to learn", "", "candidate")]
+    data = concepts.render(memory)
+    assert concepts.parse(data, memory.path) == memory and svc.show("default", memory.id) == memory
+    assert "description: the team knows it" in data.decode() and "config: vite.config.ts" in data.decode()
+    assert techchoice.options_table(memory).splitlines()[:4] == [
+        "| option | description | configuration | status |", "| --- | --- | --- | --- |",
+        "| React 18 + Vite (active) | the team knows it | vite.config.ts | - |",
+        "| Vue 3 | quick to learn | - | candidate |"]
+    # Chosen, an option is no longer a candidate; what it said of itself stays.
+    chosen = svc.choose("default", memory.id, "Vue 3", reason="the new hires know it", config="vue.config.ts",
+                        actor="bob").memory
+    assert chosen is not None
+    assert [(o.name, o.config, o.status) for o in chosen.options] == [
+        ("React 18 + Vite", "vite.config.ts", ""), ("Vue 3", "vue.config.ts", "")]
+    # A new option may come with a description alone.
+    svelte = svc.choose("default", memory.id, "Svelte", reason="smaller bundles", description="compiles away",
+                        status="trial", actor="bob").memory
+    assert svelte is not None and svelte.active == "Svelte"
+    assert svelte.options[-1] == concepts.Option("Svelte", description="compiles away", status="trial")
+    with pytest.raises(InvalidInput, match="or a description"):
+        svc.choose("default", memory.id, "Angular", reason="x", actor="bob")
+    fsck("default")
+
+
+def test_an_option_with_pros_and_cons_only_is_written_as_before() -> None:
+    memory = concepts.Memory(id="0123456789", type="techchoice", text="x", title="x", path="techchoice/x.md",
+                             options=tuple(concepts.Option(o["name"], tuple(o["pros"]), tuple(o["cons"]))
+                                           for o in OPTIONS), active="pnpm")
+    options = concepts.render(memory).decode().split("\noptions:\n")[1].split("\nactive:")[0]
+    assert options == ("- name: pnpm\n  pros:\n  - fast installs\n  - strict node_modules\n  cons:\n  - fewer users\n"
+                       "- name: npm\n  pros:\n  - ships with node\n  cons:\n  - slow installs")
+    assert techchoice.options_table(memory).splitlines()[0] == "| option | pros | cons |"
+
+
+def test_cli_takes_an_options_description_configuration_and_status(gitmem: Run) -> None:
+    made = json.loads(gitmem(
+        "remember", "Frontend framework", "--type", "techchoice",
+        "--option", "React 18 + Vite", "--describe", "React 18 + Vite=the team knows it",
+        "--config", "React 18 + Vite=vite.config.ts",
+        "--option", "Vue 3", "--describe", "Vue 3=quick to learn", "--status", "Vue 3=candidate",
+        "--active", "React 18 + Vite", "--json").stdout)["memory"]
+    assert made["options"] == [
+        {"name": "React 18 + Vite", "pros": [], "cons": [], "description": "the team knows it",
+         "config": "vite.config.ts", "status": ""},
+        {"name": "Vue 3", "pros": [], "cons": [], "description": "quick to learn", "config": "", "status": "candidate"}]
+    shown = gitmem("recall", "frontend framework").stdout
+    assert "    | React 18 + Vite (active) | the team knows it | vite.config.ts | - |" in shown
+    twice = gitmem("remember", "Bundler", "--type", "techchoice", "--option", "a", "--describe", "a=x",
+                   "--describe", "a=y", ok=False)
+    assert twice.returncode == 2 and "--describe is given twice" in twice.stderr
+    chosen = gitmem("choose", made["id"], "Svelte", "--describe", "compiles away", "--reason", "smaller bundles")
+    assert "| Svelte (active) | compiles away | - | - |" in chosen.stdout

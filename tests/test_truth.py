@@ -266,3 +266,18 @@ def test_cli_context_reads_the_files_imports_and_the_projects_manifest(gitmem: R
     block = gitmem("context", "app/models.py", cwd=project).stdout
     assert "Django's ORM" in block and "Type-hint every Python function" in block
     assert "Rust" not in block and "React" not in block and "Go code" not in block
+
+
+def test_rejecting_an_agents_correction_keeps_both_and_unlinks_them(svc: MemoryService, fsck: Fsck) -> None:
+    old = svc.remember("default", "The build uses Node 18", source="agent", author="claude").memory
+    new = svc.remember("default", "The build now uses Node 20", source="agent", author="claude").memory
+    assert old is not None and new is not None
+    [review] = svc.reviews.list("default", status="open")
+    svc.reviews.reject("default", review.number, actor="lead", reason="we run both versions")
+    assert svc.show("default", new.id).supersedes == ()
+    assert svc.show("default", old.id).state == "active"
+    # Both are recalled again, newest first.
+    assert texts(svc, "Which Node version does the build use?") == ["The build now uses Node 20",
+                                                                     "The build uses Node 18"]
+    assert "keep both" in git(svc.settings.repos_dir / "default.git", "log", "-1", "--format=%s")
+    fsck("default")

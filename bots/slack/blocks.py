@@ -1,4 +1,4 @@
-"""Block Kit messages the bot sends: memory cards, reviews, plans and help.
+"""Block Kit messages the bot sends: memory cards, plans and help (review cards: :mod:`.review_cards`).
 
 Pure functions from data to blocks. Every piece of user text goes through :func:`escape` (or
 into a ``plain_text`` field), so a memory that says ``<!channel>`` is shown, never sent.
@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
 
 from gitmem.concepts import TYPES, Memory, iso, now, title_from
 from gitmem.templating import render_template
+from gitmem.wording import plural
 
 from .text import SECTION_LIMIT, clip, escape, person
 
@@ -26,15 +26,10 @@ Block = dict[str, Any]
 
 CONFIRM, REJECT, DISCUSS, AMEND = "gitmem_confirm", "gitmem_reject", "gitmem_discuss", "gitmem_amend"
 MEMORY_ACTIONS = (CONFIRM, REJECT, DISCUSS, AMEND)
-APPROVE_REVIEW, REJECT_REVIEW = "gitmem_review_approve", "gitmem_review_reject"
 RUN_CONSOLIDATION, CANCEL_CONSOLIDATION = "gitmem_consolidate_run", "gitmem_consolidate_cancel"
-REVIEW_ACTIONS_BLOCK = "gitmem_review_actions"
-REVIEW_LIST_BLOCK = "gitmem_review_list"
-# Block Kit allows 50 blocks a message: two for the heading, one per change, one for "...and N
-# more", one for the buttons, and room for the outcome line added once it is decided.
-MAX_MERGES_SHOWN = 40
-VIEW_REVIEW = "gitmem_review_view"
 BUTTON_VALUE_LIMIT = 2000
+# Groups a plan message lists at most (Block Kit allows 50 blocks a message).
+MAX_GROUPS_SHOWN = 40
 
 
 @dataclass(frozen=True)
@@ -114,7 +109,7 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
     if memory.state == "archived" and memory.archived_reason:
         facts.append(":no_entry_sign: " + escape(clip(memory.archived_reason, 200)))
     if comments:
-        talk = f":speech_balloon: {comments} comment{'s' if comments != 1 else ''}"
+        talk = f":speech_balloon: {plural(comments, 'comment')}"
         if last_comment:
             talk += f", latest: {last_comment}"
         facts.append(talk)
@@ -131,14 +126,24 @@ def memory_card(memory: Memory, cards: Cards, *, comments: int = 0, last_comment
 
 
 def options_mrkdwn(memory: Memory) -> str:
-    """A techchoice's options for a card: one line each with pros and cons, the active one marked."""
+    """A techchoice's options for a card: one line each with what it says of itself, the active one marked.
+
+    Its description, pros and cons, configuration and status, as far as the option has them.
+    """
     active = (memory.active or "").casefold()
     lines = ["*Options*"]
     for option in memory.options:
         mark = " _(active)_" if option.name.casefold() == active else ""
-        pros = "; ".join(escape(p) for p in option.pros) or "-"
-        cons = "; ".join(escape(c) for c in option.cons) or "-"
-        lines.append(f"• *{escape(option.name)}*{mark}: :heavy_plus_sign: {pros}  :heavy_minus_sign: {cons}")
+        parts = [escape(option.description)] if option.description else []
+        if option.pros or option.cons:
+            pros = "; ".join(escape(p) for p in option.pros) or "-"
+            cons = "; ".join(escape(c) for c in option.cons) or "-"
+            parts.append(f":heavy_plus_sign: {pros}  :heavy_minus_sign: {cons}")
+        if option.config:
+            parts.append(f":gear: {escape(option.config)}")
+        if option.status:
+            parts.append(f"_{escape(option.status)}_")
+        lines.append(f"• *{escape(option.name)}*{mark}: " + "  ".join(parts))
     if memory.choices:
         last = memory.choices[-1]
         by = f" by {person(last.by)}" if last.by else ""
@@ -250,193 +255,6 @@ def watching_blocks(watches: Sequence[Mapping[str, Any]], channel: str | None, n
     return blocks
 
 
-# --- reviews -----------------------------------------------------------------------------------
-
-
-def review_value(namespace: str, number: int, count: int | None = None) -> str:
-    """The value of a review's buttons: the namespace, the review number and how many commits it merges."""
-    data: dict[str, Any] = {"n": namespace, "r": number}
-    if count is not None:
-        data["c"] = count
-    return json.dumps(data, separators=(",", ":"))
-
-
-def parse_review_value(value: str) -> tuple[str, int]:
-    """Read a review button's value back as ``(namespace, number)``."""
-    data = json.loads(value)
-    if not isinstance(data, dict):
-        raise ValueError("button value is not an object")
-    return str(data["n"]), int(data["r"])
-
-
-def review_count(value: str) -> int | None:
-    """How many commits the message said Approve merges (None: a button from before it said)."""
-    data = json.loads(value)
-    count = data.get("c") if isinstance(data, dict) else None
-    return count if isinstance(count, int) and not isinstance(count, bool) else None
-
-
-def review_url(public_url: str | None, namespace: str, number: int) -> str | None:
-    """The review's page on the web app, when its address is configured."""
-    if not public_url:
-        return None
-    return f"{public_url.rstrip('/')}/ns/{quote(namespace, safe='')}/reviews/{int(number)}"
-
-
-def _confirm(title: str, text: str, yes: str, style: str = "primary") -> Block:
-    return {"title": {"type": "plain_text", "text": clip(title, 100)},
-            "text": {"type": "mrkdwn", "text": clip(text, 300)},
-            "confirm": {"type": "plain_text", "text": clip(yes, 30)},
-            "deny": {"type": "plain_text", "text": "Cancel"}, "style": style}
-
-
-def review_buttons(namespace: str, number: int, block_id: str = REVIEW_ACTIONS_BLOCK, *, count: int,
-                   shown: int | None = None, url: str | None = None) -> Block:
-    """Approve / Reject (and View review) for review ``number``, in a block :func:`decided_blocks` removes.
-
-    Approve merges ``count`` commits; its confirmation says so, and says how many of them this
-    message shows (``shown``, None: none) when that is not all of them. The count rides in the
-    button, and the review refuses to merge any other number.
-    """
-    value = review_value(namespace, number, count)
-    changes = f"{count} change{'' if count == 1 else 's'}"
-    if shown is not None and shown >= count:
-        text = f"This merges the {changes} listed in this message into main."
-    elif shown:
-        text = f"This merges all {changes}, of which this message shows {shown}. Open the review to see the rest."
-    else:
-        text = f"This merges all {changes} of the review, which this message does not show. Open it first."
-    approve = button(f"Approve all ({count})", APPROVE_REVIEW, value, "primary")
-    approve["confirm"] = _confirm(f"Merge review #{number}?", text, f"Merge {count}")
-    reject = button("Reject…", REJECT_REVIEW, value, "danger")
-    elements = [approve, reject]
-    if url:
-        elements.insert(0, {"type": "button", "text": {"type": "plain_text", "text": "View review"},
-                            "action_id": VIEW_REVIEW, "url": url})
-    return {"type": "actions", "block_id": block_id, "elements": elements}
-
-
-def _commit_text(index: int, commit: Mapping[str, Any]) -> str:
-    """One commit of a review as mrkdwn: what becomes what, by whom, why, and the words lost."""
-    memories = [m for m in commit.get("memories") or [] if isinstance(m, Mapping)]
-    result = commit.get("result")
-    reason = str(commit.get("reason") or "").split("\n\n")[0].removeprefix("Reason: ")
-    head = f"*{index}.* {escape(clip(str(commit.get('summary') or ''), 200))}"
-    lines = [head]
-    if reason:
-        lines.append(f"_{escape(clip(' '.join(reason.split()), 300))}_")
-    for m in memories:
-        if m.get("id") == result:
-            continue
-        text = escape(clip(" ".join(str(m.get("before") or m.get("after") or "").split()), 300))
-        by = f" (by {person(m.get('author'))})" if m.get("author") else ""
-        mark = {"removed": "−", "added": "+", "changed": "~"}.get(str(m.get("change")), "•")
-        lines.append(f"{mark} {text}{by}")
-        if m.get("change") == "changed" and m.get("after") != m.get("before"):
-            lines.append(f"→ {escape(clip(' '.join(str(m.get('after') or '').split()), 300))}")
-        lost = [str(w) for w in m.get("lost_words") or []]
-        if lost:
-            lines.append(f"    lost: ~{escape(clip(' '.join(lost), 200))}~")
-    kept = next((m for m in memories if m.get("id") == result), None)
-    if result:
-        after = str((kept or {}).get("after") or "") or "(a memory kept as it is)"
-        named = f" `{escape(str(result))}`" if str(result) != "after" else ""
-        lines.append(f"*→ becomes*{named}: {escape(clip(' '.join(after.split()), 500))}")
-    return clip("\n".join(lines), SECTION_LIMIT)
-
-
-def merge_as_commit(merge: Mapping[str, Any]) -> dict[str, Any]:
-    """A merge as an event lists it (``{"before": [texts], "after": text}``) in the shape of a review commit."""
-    before = [str(t) for t in merge.get("before") or []]
-    memories = [{"id": f"before-{i}", "change": "removed", "before": t} for i, t in enumerate(before)]
-    memories.append({"id": "after", "change": "added", "after": str(merge.get("after") or "")})
-    return {"summary": f"merge {len(before)} into one", "memories": memories, "result": "after", "state": "open"}
-
-
-def review_blocks(namespace: str, review: Mapping[str, Any], summary: str, commits: Sequence[Mapping[str, Any]],
-                  *, url: str | None = None) -> list[Block]:
-    """A review card: the summary, as many commits as Block Kit allows, and buttons that never approve unseen.
-
-    Slack takes at most 50 blocks and 3,000 characters a text: the card lists up to
-    :data:`MAX_MERGES_SHOWN` commits, one section each, says how many more there are, and
-    Approve's confirmation states the full count.
-    """
-    number = int(review["number"])
-    open_commits = [c for c in commits if c.get("state", "open") == "open"]
-    blocks: list[Block] = [
-        text_section(f":broom: *Review #{number}* in `{escape(namespace)}`: {escape(summary)}"),
-        context(f"{escape(str(review.get('title') or ''))} · opened by "
-                f"{person(review.get('author'))} · `gitmem review show {number} -n {escape(namespace)}`"),
-    ]
-    shown = open_commits[:MAX_MERGES_SHOWN]
-    for i, commit in enumerate(shown, 1):
-        blocks.append(text_section(_commit_text(i, commit)))
-    if len(open_commits) > len(shown):
-        more = len(open_commits) - len(shown)
-        where = "on the review page" if url else f"with `gitmem review show {number}`"
-        blocks.append(context(f"…and {more} more change{'' if more == 1 else 's'}, shown {where}."))
-    if open_commits:
-        blocks.append(review_buttons(namespace, number, count=len(open_commits), shown=len(shown), url=url))
-    return blocks
-
-
-def review_outcome(review: Mapping[str, Any]) -> str:
-    """One line saying how a review ended (or that it is still open)."""
-    status = str(review.get("status") or "open")
-    who = person(review.get("decided_by")) if review.get("decided_by") else "someone"
-    if status in ("approved", "merged"):
-        merged = review.get("merged_commit")
-        tail = f" · merged as `{escape(str(merged))[:10]}`" if merged else ""
-        states = list((review.get("commit_states") or {}).values())
-        total = int(review.get("commit_count") or 0)
-        part = states.count("merged")
-        if total and part < total:
-            tail += f" · merged {part} of {total}"
-        return f":white_check_mark: Approved by {who}{tail}"
-    if status == "rejected":
-        reason = ""
-        comments = review.get("comments") or []
-        if review.get("reason"):
-            reason = str(review["reason"])
-        elif comments and isinstance(comments[-1], Mapping):
-            reason = str(comments[-1].get("text") or "")
-        return f":no_entry_sign: Rejected by {who}" + (f": {escape(clip(reason, 300))}" if reason else "")
-    if status == "stale":
-        why = review.get("stale_reason") or "main changed the memories under review"
-        return f":hourglass: Stale: {escape(str(why))}"
-    merged = int(review.get("merged_count") or 0)
-    if status == "open" and merged:
-        total = int(review.get("commit_count") or 0)
-        return f":white_check_mark: {who} merged {merged} of {total} so far; the rest is still open"
-    return f"Review is {escape(status)}"
-
-
-def decided_blocks(blocks: Sequence[Block], outcome: str) -> list[Block]:
-    """A review message after the decision: the same text, no buttons, and the outcome."""
-    kept = [b for b in blocks if not str(b.get("block_id", "")).startswith(REVIEW_ACTIONS_BLOCK)
-            and b.get("block_id") != "gitmem_review_outcome"]
-    return [*kept, context(outcome, block_id="gitmem_review_outcome")]
-
-
-def review_list_blocks(namespace: str, reviews: Sequence[Mapping[str, Any]], public_url: str | None = None
-                       ) -> list[Block]:
-    """Open reviews of a namespace, each with View, Approve (confirming how many commits) and Reject."""
-    if not reviews:
-        return [text_section(f"No open reviews in `{escape(namespace)}`.")]
-    blocks: list[Block] = [text_section(f"*Open reviews in `{escape(namespace)}`*")]
-    blocks[0]["block_id"] = REVIEW_LIST_BLOCK
-    for review in reviews[:15]:
-        number = int(review["number"])
-        blocks.append(text_section(
-            f"*#{number}* {escape(str(review.get('title') or ''))}\n"
-            f"{escape(str(review.get('kind') or ''))} · by {person(review.get('author'))}"))
-        count = int(review.get("commit_count") or 0) - len(review.get("commit_states") or {})
-        if count > 0:
-            blocks.append(review_buttons(namespace, number, f"{REVIEW_ACTIONS_BLOCK}:{number}", count=count,
-                                         url=review_url(public_url, namespace, number)))
-    return blocks
-
-
 # --- consolidation -----------------------------------------------------------------------------
 
 
@@ -444,13 +262,13 @@ def plan_blocks(namespace: str, summary: str, plan: Mapping[str, Any]) -> list[B
     """The consolidation plan (a dry run's summary and the groups it found), with a Run button."""
     groups = [*plan.get("clusters", []), *plan.get("pairs", [])]
     blocks: list[Block] = [text_section(f"*Consolidation plan for `{escape(namespace)}`*\n{escape(summary)}")]
-    for group in groups[:MAX_MERGES_SHOWN]:
+    for group in groups[:MAX_GROUPS_SHOWN]:
         members = group.get("members", [])
         lines = "\n".join(f"• {escape(clip(' '.join(str(m.get('text', '')).split()), 300))}" for m in members)
         label = "Near-duplicates" if group.get("kind") == "pair" else "Related"
         blocks.append(text_section(f"*{label}* ({len(members)})\n{lines}"))
-    if len(groups) > MAX_MERGES_SHOWN:
-        blocks.append(context(f"…and {len(groups) - MAX_MERGES_SHOWN} more groups."))
+    if len(groups) > MAX_GROUPS_SHOWN:
+        blocks.append(context(f"…and {len(groups) - MAX_GROUPS_SHOWN} more groups."))
     if not groups and not plan.get("lifecycle"):
         blocks.append(context("Nothing to consolidate right now."))
         return blocks
@@ -470,12 +288,13 @@ def status_blocks(status: Mapping[str, Any]) -> list[Block]:
     by_type = {k: v for k, v in status.get("by_type", {}).items() if v}
     tiers = status.get("by_tier", {})
     lines = [
-        f"*Namespace `{escape(str(status.get('namespace')))}`*: {status.get('total', 0)} memories",
+        f"*Namespace `{escape(str(status.get('namespace')))}`*: {plural(int(status.get('total', 0)), 'memory')}",
         "by state: " + ", ".join(f"{k} {v}" for k, v in by_state.items()),
         "by type: " + (", ".join(f"{k} {v}" for k, v in by_type.items()) or "none yet"),
         "active memories by potency: " + ", ".join(f"{k} {v}" for k, v in tiers.items()),
         f"head `{str(status.get('head', ''))[:10]}`",
     ]
     if status.get("malformed"):
-        lines.append(f":warning: {len(status['malformed'])} file(s) do not parse; run `gitmem status`")
+        lines.append(f":warning: {plural(len(status['malformed']), 'file')} that gitmem cannot parse; "
+                     "`gitmem status` names them")
     return [text_section("\n".join(lines))]

@@ -14,11 +14,13 @@ from slack_bolt import Ack, App, Respond
 from slack_sdk import WebClient
 
 from gitmem.errors import GitmemError
+from gitmem.wording import plural
 
-from .blocks import Cards, error_text, help_blocks, plan_blocks, review_list_blocks, status_blocks
+from .blocks import Cards, error_text, help_blocks, plan_blocks, status_blocks
 from .bot import Bot, Target
 from .feedback import notice_for, open_text_modal
-from .text import Command, Usage, actor, clip, escape, namespace_for, parse_command, role_of
+from .review_cards import review_list_blocks
+from .text import Command, Usage, actor, clip, escape, is_reviewer, namespace_for, parse_command, role_of
 from .watching import unwatch, watch, watching
 
 log = logging.getLogger(__name__)
@@ -81,7 +83,7 @@ def run(bot: Bot, cmd: Command, command: dict[str, Any], respond: Respond, clien
                          "words, or store it with `/mem remember text`.")
             return
         cards = Cards(ns, tuple(h.memory.id for h in hits), f"Recall: {clip(cmd.text, 100)}")
-        respond(response_type="ephemeral", text=f"{len(hits)} memories for {escape(clip(cmd.text, 100))}",
+        respond(response_type="ephemeral", text=f"{plural(len(hits), 'memory')} for {escape(clip(cmd.text, 100))}",
                 blocks=bot.render_cards(cards))
     elif cmd.name == "amend":
         cards = Cards(ns, (cmd.memory_id,), "Amend")
@@ -110,8 +112,9 @@ def run(bot: Bot, cmd: Command, command: dict[str, Any], respond: Respond, clien
                 blocks=plan_blocks(ns, dry.summary, dry.plan.to_dict()))
     elif cmd.name == "review":
         reviews = [r.to_dict() for r in service.reviews.list(ns, status="open")]
-        respond(response_type="ephemeral", text=f"{len(reviews)} open reviews in {escape(ns)}",
-                blocks=review_list_blocks(ns, reviews, service.settings.public_url))
+        respond(response_type="ephemeral", text=f"{plural(len(reviews), 'open review')} in {escape(ns)}",
+                blocks=review_list_blocks(ns, reviews, service.settings.public_url,
+                                          decide=is_reviewer(service.settings, user)))
     elif cmd.name == "watch":
         watch(bot, command, respond, client)
     elif cmd.name == "unwatch":

@@ -16,11 +16,13 @@ from slack_sdk.errors import SlackApiError
 from gitmem.errors import GitmemError
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
+from gitmem.wording import plural
 
 from .app import web_client
-from .blocks import context, merge_as_commit, review_blocks, review_outcome, review_url
+from .blocks import Block, context
 from .bot import Bot
-from .reviews import PostedReviews, redraw_posted
+from .review_cards import OUTCOME_BLOCK, VIEW_REVIEW, merge_as_commit, review_blocks, review_outcome, review_url
+from .reviews import PostedReviews, posted_messages, redraw_posted
 from .text import clip, escape
 
 log = logging.getLogger(__name__)
@@ -30,7 +32,7 @@ def _pushed(settings: Settings, namespace: str, event: Mapping[str, Any]) -> Non
     """Say in the review channel that someone pushed straight to main (a reviewer's ``git push``)."""
     actor, count = str(event.get("actor") or "someone"), int(event.get("commits") or 0)
     after = str(event.get("after") or "")
-    text = f"{escape(actor)} pushed {count} commit(s) to main in {escape(namespace)} (now {escape(after[:10])})"
+    text = f"{escape(actor)} pushed {plural(count, 'commit')} to main in {escape(namespace)} (now {escape(after[:10])})"
     assert settings.slack_review_channel is not None
     try:
         web_client(settings).chat_postMessage(channel=settings.slack_review_channel, text=text)
@@ -39,9 +41,12 @@ def _pushed(settings: Settings, namespace: str, event: Mapping[str, Any]) -> Non
 
 
 def on_event(settings: Settings, event: Mapping[str, Any]) -> None:
-    """Post ``review.opened`` to the review channel; redraw it on ``review.updated`` and ``review.closed``.
+    """Post ``review.opened`` to the review channel and to each reviewer; redraw them when it is decided.
 
-    A push straight to main (``push.merged``) is said there in one line.
+    The channel's card has no decision buttons (everyone there sees it); each reviewer gets a
+    copy with them. ``review.updated`` (decided in part) draws them again with what is left;
+    ``review.closed`` shows the outcome. A push straight to main (``push.merged``) is said in
+    the channel in one line.
     """
     if not settings.slack_bot_token or not settings.slack_review_channel:
         return
@@ -60,26 +65,50 @@ def on_event(settings: Settings, event: Mapping[str, Any]) -> None:
         if kind == "review.opened":
             summary = str(event.get("summary") or review.get("title") or f"review #{number}")
             try:
-                commits = [c.to_dict() for c in MemoryService(settings).reviews.diff(namespace, number)]
+                commits = [c.to_dict() for c in MemoryService(settings).reviews.diff(namespace, number, detail=())]
             except GitmemError as exc:  # gone meanwhile, or another host's repository: the event's merges
                 log.info("review #%s of %s: drawing it from the event (%s)", number, namespace, exc)
                 commits = [merge_as_commit(m) for m in event.get("merges") or [] if isinstance(m, Mapping)]
             blocks = review_blocks(namespace, review, summary, commits, url=url)
             text = f"Review #{number} in {escape(namespace)}: {escape(clip(summary, 200))}"
             sent = client.chat_postMessage(channel=settings.slack_review_channel, blocks=blocks, text=text)
-            PostedReviews(settings.state_dir).save(namespace, number, str(sent["channel"]), str(sent["ts"]), blocks)
+            copies = _to_reviewers(settings, client, review_blocks(namespace, review, summary, commits, url=url,
+                                                                   decide=True), text)
+            PostedReviews(settings.state_dir).save(namespace, number, str(sent["channel"]), str(sent["ts"]), blocks,
+                                                   copies)
         elif kind == "review.updated":
-            # Decided in part (web, CLI or Slack): draw the card again with what is left to decide.
+            # Decided in part (web, CLI or Slack): draw the cards again with what is left to decide.
             posted = PostedReviews(settings.state_dir).load(namespace, number)
             if posted:
                 service = MemoryService(settings)
-                commits = [c.to_dict() for c in service.reviews.diff(namespace, number)]
+                commits = [c.to_dict() for c in service.reviews.diff(namespace, number, detail=())]
                 outcome = review_outcome(review)
-                blocks = [*review_blocks(namespace, review, str(review.get("title") or ""), commits, url=url),
-                          context(outcome, block_id="gitmem_review_outcome")]
-                client.chat_update(channel=posted["channel"], ts=posted["ts"], text=outcome, blocks=blocks)
-                PostedReviews(settings.state_dir).save(namespace, number, posted["channel"], posted["ts"], blocks)
+                title = str(review.get("title") or "")
+                drawn = []
+                for i, message in enumerate(posted_messages(posted)):
+                    blocks = [*review_blocks(namespace, review, title, commits, url=url, decide=i > 0),
+                              context(outcome, block_id=OUTCOME_BLOCK)]
+                    client.chat_update(channel=message["channel"], ts=message["ts"], text=outcome, blocks=blocks)
+                    drawn.append({"channel": message["channel"], "ts": message["ts"], "blocks": blocks})
+                PostedReviews(settings.state_dir).save(namespace, number, drawn[0]["channel"], drawn[0]["ts"],
+                                                       drawn[0]["blocks"], drawn[1:])
         elif kind == "review.closed":
             redraw_posted(Bot(MemoryService(settings)), client, namespace, number, review_outcome(review))
     except SlackApiError as exc:
         log.warning("Slack notification of %s for review #%s failed: %s", kind, number, exc.response.get("error"))
+
+
+def _to_reviewers(settings: Settings, client: Any, blocks: list[Block], text: str) -> list[dict[str, Any]]:
+    """Each reviewer's own copy of a card, with its decision buttons: where each went."""
+    if not any(b.get("type") == "actions" and any(e.get("action_id") != VIEW_REVIEW for e in b["elements"])
+               for b in blocks):
+        return []  # nothing to decide from Slack (a card drawn from the event alone): no copies
+    copies = []
+    for reviewer in settings.slack_reviewers:
+        try:
+            sent = client.chat_postMessage(channel=reviewer, blocks=blocks, text=text)
+        except SlackApiError as exc:
+            log.warning("Slack copy of a review for %s failed: %s", reviewer, exc.response.get("error"))
+            continue
+        copies.append({"channel": str(sent["channel"]), "ts": str(sent["ts"]), "blocks": blocks})
+    return copies

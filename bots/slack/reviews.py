@@ -1,8 +1,10 @@
-"""Reviews in Slack: the review message, Approve / Reject (reviewers only), and running consolidation.
+"""Reviews in Slack: the review card, Approve / Reject of the changes shown (reviewers only), consolidation.
 
-When consolidation opens a review, :mod:`bots.slack.notify` posts a message with the merges and
-two buttons and keeps where it went (channel, ts, blocks) in ``$GITMEM_HOME/state/<ns>/slack/``,
-so any process (web app, Socket Mode, Celery worker) can redraw it once the review is decided.
+When a review opens, :mod:`bots.slack.notify` posts its card to the review channel (no decision
+buttons: everyone there sees it) and a copy with the buttons to each reviewer, and keeps where
+they went (channel, ts, blocks) in ``$GITMEM_HOME/state/<ns>/slack/``, so any process (web app,
+Socket Mode, Celery worker) can redraw them once the review is decided. A button decides the
+changes its card shows, by id, on the version of the review the card was drawn from.
 """
 
 from __future__ import annotations
@@ -20,27 +22,24 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from gitmem.errors import GitmemError
+from gitmem.wording import plural
 
-from .blocks import (
+from .blocks import CANCEL_CONSOLIDATION, RUN_CONSOLIDATION, Block, context, error_text, text_section
+from .bot import Bot, Target, metadata
+from .review_cards import (
     APPROVE_REVIEW,
-    CANCEL_CONSOLIDATION,
     REJECT_REVIEW,
     REVIEW_ACTIONS_BLOCK,
-    RUN_CONSOLIDATION,
+    SHOW_REVIEW,
     VIEW_REVIEW,
-    Block,
-    context,
     decided_blocks,
-    error_text,
     parse_review_value,
     review_blocks,
-    review_count,
+    review_choice,
     review_list_blocks,
     review_outcome,
     review_url,
-    text_section,
 )
-from .bot import Bot, Target, metadata
 from .text import actor, clip, escape, is_reviewer
 
 log = logging.getLogger(__name__)
@@ -57,13 +56,17 @@ class PostedReviews:
     def _path(self, namespace: str, number: int) -> Path:
         return self.state_dir / namespace / "slack" / f"review-{int(number)}.json"
 
-    def save(self, namespace: str, number: int, channel: str, ts: str, blocks: Sequence[Block]) -> None:
-        """Record where review ``number``'s message went and the blocks it showed (written atomically)."""
+    def save(self, namespace: str, number: int, channel: str, ts: str, blocks: Sequence[Block],
+             copies: Sequence[Mapping[str, Any]] = ()) -> None:
+        """Record where review ``number``'s message went, the blocks it showed, and the reviewers' copies.
+
+        ``copies``: ``{"channel", "ts", "blocks"}`` of each reviewer's own card (written atomically).
+        """
         path = self._path(namespace, number)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"channel": channel, "ts": ts, "blocks": list(blocks)}, ensure_ascii=False),
-                       encoding="utf-8")
+        data = {"channel": channel, "ts": ts, "blocks": list(blocks), "copies": [dict(c) for c in copies]}
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, path)
 
     def load(self, namespace: str, number: int) -> dict[str, Any] | None:
@@ -75,18 +78,26 @@ class PostedReviews:
         return data if isinstance(data, dict) else None
 
 
+def posted_messages(posted: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """The review channel's message and the reviewers' copies, as recorded (``channel``, ``ts``, ``blocks``)."""
+    if not posted:
+        return []
+    copies = [c for c in posted.get("copies") or [] if isinstance(c, Mapping) and c.get("channel") and c.get("ts")]
+    return [posted, *copies]
+
+
 def redraw_posted(bot: Bot, client: WebClient, namespace: str, number: int, outcome: str) -> Target | None:
-    """Show the decision on the review's channel message, if one was posted; return where it is."""
+    """Show the decision on the review's channel message and the reviewers' copies; return the channel's."""
     posted = PostedReviews(bot.settings.state_dir).load(namespace, number)
     if not posted:
         return None
-    target = Target(posted["channel"], posted["ts"])
-    try:
-        client.chat_update(channel=posted["channel"], ts=posted["ts"], text=outcome,
-                           blocks=decided_blocks(posted["blocks"], outcome))
-    except SlackApiError as exc:
-        log.warning("could not update review message: %s", exc.response.get("error"))
-    return target
+    for message in posted_messages(posted):
+        try:
+            client.chat_update(channel=message["channel"], ts=message["ts"], text=outcome,
+                               blocks=decided_blocks(message.get("blocks") or [], outcome))
+        except SlackApiError as exc:
+            log.warning("could not update review message: %s", exc.response.get("error"))
+    return Target(posted["channel"], posted["ts"])
 
 
 def notifier_installed() -> bool:
@@ -98,17 +109,16 @@ def show_decision(bot: Bot, client: WebClient, body: Mapping[str, Any], target: 
                   number: int, review: Mapping[str, Any], list_message: bool) -> None:
     """Redraw the message the decision came from, and the review's channel message."""
     outcome = review_outcome(review)
-    if notifier_installed():
-        # The review.closed event already redrew the channel message (bots.slack.notify).
-        stored = PostedReviews(bot.settings.state_dir).load(namespace, number)
-        posted = Target(stored["channel"], stored["ts"]) if stored else None
-    else:
-        posted = redraw_posted(bot, client, namespace, number, outcome)
+    stored = PostedReviews(bot.settings.state_dir).load(namespace, number)
+    if not notifier_installed():
+        redraw_posted(bot, client, namespace, number, outcome)
+    # Otherwise the review.updated or review.closed event redrew them (bots.slack.notify).
+    recorded = {(m["channel"], m["ts"]) for m in posted_messages(stored)}
     if list_message:
         still_open = [r.to_dict() for r in bot.service.reviews.list(namespace, status="open")]
-        listed = review_list_blocks(namespace, still_open, bot.settings.public_url)
+        listed = review_list_blocks(namespace, still_open, bot.settings.public_url, decide=True)
         bot.update(client, target, [*listed, context(f"#{number}: {outcome}")], outcome)
-    elif posted is None or (posted.channel, posted.ts) != (target.channel, target.ts):
+    elif (target.channel, target.ts) not in recorded:
         blocks = (body.get("message") or {}).get("blocks") or [text_section(f"Review #{number}")]
         bot.update(client, target, decided_blocks(blocks, outcome), outcome)
 
@@ -127,40 +137,52 @@ def register(app: App, bot: Bot) -> None:
     def from_list(body: Mapping[str, Any]) -> bool:
         return str(body["actions"][0].get("block_id", "")).startswith(f"{REVIEW_ACTIONS_BLOCK}:")
 
+    def unnamed(client: WebClient, target: Target, user: str, number: int) -> None:
+        bot.tell(client, target.channel, user, error_text(
+            f"This button does not say which changes it decides; open review #{number} (`/mem review`, "
+            "Show changes) and decide from there."))
+
     def approve(body: dict[str, Any], client: WebClient) -> None:
-        namespace, number = parse_review_value(body["actions"][0]["value"])
+        value = body["actions"][0]["value"]
+        namespace, number = parse_review_value(value)
         user, target = body["user"]["id"], Target.of(body)
         if not is_reviewer(bot.settings, user):
             refuse(client, target, user, "approve")
             return
-        count = review_count(body["actions"][0]["value"])
-        if count is None:
-            bot.tell(client, target.channel, user, error_text(
-                f"This button does not say how many changes it merges; open review #{number} "
-                "(`/mem review`) and approve it from there."))
+        ids, version = review_choice(value)
+        if not ids:
+            unnamed(client, target, user, number)
             return
         try:
-            review = bot.service.reviews.approve(namespace, number, actor=actor(user), expected=count)
+            review = bot.service.reviews.approve(namespace, number, actor=actor(user), commits=ids,
+                                                 expected=len(ids), version=version)
         except GitmemError as exc:
             bot.tell(client, target.channel, user, error_text(str(exc)))
             return
         show_decision(bot, client, body, target, namespace, number, review.to_dict(), from_list(body))
 
     def ask_reason(body: dict[str, Any], client: WebClient) -> None:
-        namespace, number = parse_review_value(body["actions"][0]["value"])
+        value = body["actions"][0]["value"]
+        namespace, number = parse_review_value(value)
         user, target = body["user"]["id"], Target.of(body)
         if not is_reviewer(bot.settings, user):
             refuse(client, target, user, "reject")
             return
+        ids, version = review_choice(value)
+        if not ids:
+            unnamed(client, target, user, number)
+            return
+        changes = plural(len(ids), "change")
         client.views_open(trigger_id=body["trigger_id"], view={
             "type": "modal",
             "callback_id": REJECT_REVIEW_VIEW,
             "title": {"type": "plain_text", "text": f"Reject review #{number}"[:24]},
-            "submit": {"type": "plain_text", "text": "Reject"},
+            "submit": {"type": "plain_text", "text": f"Reject {len(ids)}"},
             "close": {"type": "plain_text", "text": "Cancel"},
-            "private_metadata": metadata(n=namespace, r=number, t=target.to_dict(), list=from_list(body)),
+            "private_metadata": metadata(n=namespace, r=number, t=target.to_dict(), list=from_list(body), i=ids,
+                                         v=version),
             "blocks": [{"type": "input", "block_id": REASON_BLOCK, "label": {"type": "plain_text",
-                                                                             "text": "Why reject it?"},
+                                                                             "text": f"Why reject the {changes}?"},
                         "element": {"type": "plain_text_input", "action_id": REASON_ACTION, "multiline": True,
                                     "max_length": 1000}}],
         })
@@ -185,8 +207,13 @@ def register(app: App, bot: Bot) -> None:
         if not is_reviewer(bot.settings, user):
             refuse(client, target, user, "reject")
             return
+        ids = [str(i) for i in data.get("i") or []]
+        if not ids:
+            unnamed(client, target, user, number)
+            return
         try:
-            review = bot.service.reviews.reject(namespace, number, actor=actor(user), reason=reason)
+            review = bot.service.reviews.reject(namespace, number, actor=actor(user), reason=reason, commits=ids,
+                                                version=data.get("v"), expected=len(ids))
         except GitmemError as exc:
             bot.tell(client, target.channel, user, error_text(str(exc)))
             return
@@ -200,7 +227,7 @@ def register(app: App, bot: Bot) -> None:
         where = f" in <#{settings.slack_review_channel}>" if settings.slack_review_channel else ""
         respond(replace_original=True, text=f":hourglass_flowing_sand: Consolidating `{escape(namespace)}`…")
         try:
-            sent = bot.service.dispatch(namespace)
+            sent = bot.service.dispatch(namespace, started_by=f"{actor(body['user']['id'])} (Slack)")
         except GitmemError as exc:
             respond(replace_original=True, text=error_text(str(exc)))
             return
@@ -214,17 +241,36 @@ def register(app: App, bot: Bot) -> None:
         if result.review is not None:
             # The same card as the review channel's: Approve only beside the changes it merges.
             review = bot.service.reviews.get(namespace, result.review)
-            commits = [c.to_dict() for c in bot.service.reviews.diff(namespace, result.review)]
+            commits = [c.to_dict() for c in bot.service.reviews.diff(namespace, result.review, detail=())]
             blocks = [*review_blocks(namespace, review.to_dict(), result.summary, commits,
-                                     url=review_url(settings.public_url, namespace, result.review)),
+                                     url=review_url(settings.public_url, namespace, result.review),
+                                     decide=is_reviewer(settings, body["user"]["id"])),
                       context(f"Review #{result.review} is open{where}.")]
         respond(replace_original=True, text=escape(result.summary), blocks=blocks)
+
+    def show(body: dict[str, Any], client: WebClient, respond: Respond) -> None:
+        """A review's card, with its decision buttons, for the reviewer who asked (from a list)."""
+        namespace, number = parse_review_value(body["actions"][0]["value"])
+        user, target = body["user"]["id"], Target.of(body)
+        if not is_reviewer(bot.settings, user):
+            refuse(client, target, user, "decide")
+            return
+        try:
+            review = bot.service.reviews.get(namespace, number)
+            commits = [c.to_dict() for c in bot.service.reviews.diff(namespace, number, detail=())]
+        except GitmemError as exc:
+            bot.tell(client, target.channel, user, error_text(str(exc)))
+            return
+        blocks = review_blocks(namespace, review.to_dict(), str(review.title), commits, decide=True,
+                               url=review_url(bot.settings.public_url, namespace, number))
+        respond(response_type="ephemeral", replace_original=False, text=f"Review #{number}", blocks=blocks)
 
     def cancel_consolidation(respond: Respond) -> None:
         respond(replace_original=True, text="Consolidation cancelled; nothing was changed.")
 
     app.action(VIEW_REVIEW)(just_ack)  # a link: Slack opens it, and tells the app it was pressed
     app.action(APPROVE_REVIEW)(ack=just_ack, lazy=[approve])
+    app.action(SHOW_REVIEW)(ack=just_ack, lazy=[show])
     app.action(REJECT_REVIEW)(ack=just_ack, lazy=[ask_reason])
     app.view(REJECT_REVIEW_VIEW)(ack=ack_reason, lazy=[reject])
     app.action(RUN_CONSOLIDATION)(ack=just_ack, lazy=[run_consolidation])

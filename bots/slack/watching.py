@@ -24,6 +24,7 @@ from slack_sdk.errors import SlackApiError
 from gitmem.concepts import iso
 from gitmem.errors import GitmemError
 from gitmem.service import MAX_MESSAGE_CHARS
+from gitmem.wording import plural
 
 from .blocks import unwatch_notice_blocks, watch_notice_blocks, watch_reply_blocks, watching_blocks
 from .bot import Bot
@@ -149,7 +150,7 @@ def watching(bot: Bot, command: dict[str, Any], respond: Respond) -> None:
     channel = command.get("channel_id")
     watches = bot.service.watching()
     mapped = {w.channel: namespace_for(bot.settings, w.channel) for w in watches}
-    count = f"{len(watches)} watched channel{'' if len(watches) == 1 else 's'}"
+    count = plural(len(watches), "watched channel")
     respond(response_type="ephemeral", text=count,
             blocks=watching_blocks([w.to_dict() for w in watches], channel, namespace_for(bot.settings, channel),
                                    mapped))

@@ -187,8 +187,10 @@ def check(layout: Layout, up_started: float) -> dict[str, Any]:
     # 2. A namespace and keys made through one replica's CLI, used through both.
     layout.gitmem(1, "init", "--namespace", NS)
     for role in ("writer", "reviewer", "reader"):
+        # The writer is an agent: its statements merge, so consolidation has something to do.
+        kind = "agent" if role == "writer" else "person"
         out = layout.gitmem(2 if role == "writer" else 1, "key", "create", "--namespace", NS, "--role", role,
-                            "--name", f"e2e-{role}")
+                            "--name", f"e2e-{role}", "--kind", kind)
         layout.keys[role] = out.split()[0]
     writer, reviewer, reader = (layout.keys[r] for r in ("writer", "reviewer", "reader"))
 

@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "choose": ("memory", "Make OPTION the active one of technology choice MEMORY_ID, for a reason."),
     "consolidate": ("consolidate", "Merge related memories and tidy their lifecycle on a branch, then open a review."),
     "context": ("memory", "Print the memory block an agent should load for FILES: memories about them first."),
+    "credential": ("credential", "A git credential helper: answer git with the gitmem key for the server it asks "
+                                 "about."),
     "conversations": ("ingest", "Show ingestion: messages taken, repeats, masked secrets, buffers and their state."),
     "export": ("memory", "Export a namespace for agents and other tools."),
     "feedback": ("memory", "Confirm, reject (TEXT: why), discuss (TEXT: the comment) or amend (TEXT: the new text) "
@@ -38,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("mcp", "Serve the MCP server over standard input and output, on the local $GITMEM_HOME."),
     "mirror": ("sync", "Mirrors: push a namespace's main and review branches to upstream remotes after every "
                        "change."),
+    "purge": ("purge", "Ask to purge a memory from the namespace's whole history: opens a review an admin approves."),
     "recall": ("memory", "Find memories for QUERY and/or the files you work on, best first."),
     "remember": ("memory", "Remember TEXT ('-' reads it from standard input) through the write gate."),
     "restore": ("memory", "Bring a memory back to how it was at COMMIT (see `gitmem log MEMORY_ID`)."),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -12,42 +11,15 @@ import click
 
 from ..agents import CLIENTS, KEY_VARIABLE, Target, hook_folder, hook_output, hook_transcript
 from ..errors import GitmemError, InvalidInput, Unavailable
+from ..wording import plural
 
 if TYPE_CHECKING:
     import httpx
 from .base import emit, json_option, main, namespace_option, ns_name, service, settings
+from .credential import read_keys, save_key
 
 HOOK_INPUT_LIMIT = 1 << 20  # what a hook reads of the JSON its client sends
 HOOK_TIMEOUT = 10.0  # seconds the hook waits for a gitmem server
-
-
-def _keys_file() -> Path:
-    """Where ``agent install --key`` keeps keys for the hook: outside any repository, the user's alone."""
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "gitmem" / "agent-keys.json"
-
-
-def _read_keys() -> dict[str, str]:
-    try:
-        data = json.loads(_keys_file().read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
-
-
-def _save_key(url: str, key: str) -> Path:
-    path = _keys_file()
-    keys = _read_keys()
-    if keys.get(url) == key:
-        return path
-    keys[url] = key
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        json.dump(keys, out, indent=2)
-    os.replace(tmp, path)
-    return path
 
 
 @main.group()
@@ -88,7 +60,7 @@ def install(client: str, url: str | None, key: str | None, project: Path | None,
     files = service().agent_install(target, dry_run=dry_run)
     saved = None
     if key is not None and url is not None and not dry_run:
-        saved = _save_key(url.strip().rstrip("/").removesuffix("/mcp"), key.strip())
+        saved = save_key(url.strip().rstrip("/").removesuffix("/mcp"), key.strip())
     notes = []
     if key is not None and (project is not None or client == "codex"):
         notes.append(f"the MCP entry reads the key from ${KEY_VARIABLE}: export {KEY_VARIABLE}=... where {client} "
@@ -163,9 +135,9 @@ def _ingest_session(client: str, raw: str, url: str | None, namespace: str) -> s
     if url is None:
         done = service().ingest(namespace, conversation, messages, source="claude-code", meta=read.meta, flush=True)
         added = done.accepted.added if done.accepted else 0
-        return f"gitmem: {added} new messages of session {conversation} ingested"
+        return f"gitmem: {plural(added, 'new message')} of session {conversation} ingested"
     base = url.strip().rstrip("/").removesuffix("/mcp")
-    key = os.environ.get(KEY_VARIABLE) or _read_keys().get(base)
+    key = os.environ.get(KEY_VARIABLE) or read_keys().get(base)
     if not key:
         raise InvalidInput(f"no key for {base}: set ${KEY_VARIABLE} or run `gitmem agent install ... --key`")
     added = 0
@@ -177,12 +149,12 @@ def _ingest_session(client: str, raw: str, url: str | None, namespace: str) -> s
         if response.status_code != 202:
             raise InvalidInput(f"{base} answered {response.status_code}: {response.text[:200]}")
         added += int(response.json().get("added", 0))
-    return f"gitmem: {added} new messages of session {conversation} sent to {base}"
+    return f"gitmem: {plural(added, 'new message')} of session {conversation} sent to {base}"
 
 
 def _remote_context(url: str, namespace: str, files: list[str], limit: int) -> str:
     base = url.strip().rstrip("/").removesuffix("/mcp")
-    key = os.environ.get(KEY_VARIABLE) or _read_keys().get(base)
+    key = os.environ.get(KEY_VARIABLE) or read_keys().get(base)
     if not key:
         raise InvalidInput(f"no key for {base}: set ${KEY_VARIABLE} or run `gitmem agent install ... --key`")
     params: list[tuple[str, str | int | float | bool | None]] = [("file", f) for f in files]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..service import REVIEW_STATUSES, summarise
+from ..wording import plural
 from .base import actor_of, emit, json_option, main, namespace_option, ns_name, service, settings
 
 if TYPE_CHECKING:  # imported in the commands: consolidation pulls in the LLM client, slow to load
@@ -84,7 +85,7 @@ def consolidate_command(dry_run: bool, queue: bool, namespace: str | None, as_js
         if done >= total:
             click.echo("", err=True)
 
-    sent = svc.dispatch(name, background=queue, progress=progress)
+    sent = svc.dispatch(name, background=queue, progress=progress, started_by=f"{actor_of(None)} (gitmem consolidate)")
     if sent.result is None:
         emit({"namespace": name, "task": sent.task}, as_json,
              lambda: click.echo(f"consolidation of {name} queued as task {sent.task}"))
@@ -185,22 +186,35 @@ def review_show(number: int, namespace: str | None, as_json: bool) -> None:
 def review_approve(number: int, commits: tuple[str, ...], actor: str | None, namespace: str | None,
                    as_json: bool) -> None:
     """Merge a review's open commits (or only some of them) into main; the rest stay open."""
-    found = service().reviews.approve(ns_name(namespace), number, actor=_actor(actor),
-                                      commits=list(commits) if commits else None)
-    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number}: {_progress(found)}"))
+    reviews = service().reviews
+    # Whoever runs gitmem on the server owns its home: an admin (a purge needs one).
+    found = reviews.approve(ns_name(namespace), number, actor=_actor(actor), commits=list(commits) if commits else None,
+                            admin=True)
+
+    def human() -> None:
+        click.echo(f"review #{found.number}: {_progress(found)}")
+        advice = reviews.pull_advice(ns_name(namespace), found)
+        if advice:
+            click.echo(advice)
+
+    emit(found.to_dict(), as_json, human)
 
 
 @review.command(name="reject")
 @click.argument("number", callback=_review_number)
-@click.option("--reason", required=True, help="Why (added to the thread, so the author knows what to change).")
+@click.option("--reason", default=None,
+              help="Why (added to the thread, so the author knows what to change); needed unless one --commit.")
+@click.option("--commit", "commits", multiple=True, metavar="SHA",
+              help="Turn down only this commit of the review (repeat for more); the rest stay open.")
 @_actor_option
 @namespace_option
 @json_option
-def review_reject(number: int, reason: str, actor: str | None, namespace: str | None, as_json: bool) -> None:
-    """Close a review without merging; main is untouched."""
-    found = service().reviews.reject(ns_name(namespace), number, actor=_actor(actor), reason=reason)
-    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number} rejected"
-                                                      + (f" ({_progress(found)})" if found.status == "merged" else "")))
+def review_reject(number: int, reason: str | None, commits: tuple[str, ...], actor: str | None,
+                  namespace: str | None, as_json: bool) -> None:
+    """Turn down what is left of a review (or only some commits of it); main is untouched."""
+    found = service().reviews.reject(ns_name(namespace), number, actor=_actor(actor), reason=reason,
+                                     commits=list(commits) if commits else None)
+    emit(found.to_dict(), as_json, lambda: click.echo(f"review #{found.number} {found.label}"))
 
 
 @review.command(name="comment")
@@ -213,7 +227,7 @@ def review_comment(number: int, text: str, actor: str | None, namespace: str | N
     """Add a comment to a review's thread."""
     found = service().reviews.comment(ns_name(namespace), number, actor=_actor(actor), text=text)
     emit(found.to_dict(), as_json,
-         lambda: click.echo(f"review #{found.number}: {len(found.comments)} comments"))
+         lambda: click.echo(f"review #{found.number}: {plural(len(found.comments), 'comment')}"))
 
 
 @main.command()

@@ -10,6 +10,7 @@ import click
 from .. import transcripts
 from ..errors import InvalidInput
 from ..service import Accepted, Ingested
+from ..wording import plural
 from .base import emit, json_option, main, namespace_option, ns_name, service
 
 
@@ -86,8 +87,8 @@ def _report(done: Ingested, namespace: str, fmt: str | None = None, skipped: int
     if a is not None:
         more = f", {a.repeated} seen before" if a.repeated else ""
         more += f", {a.masked} secrets masked" if a.masked else ""
-        more += f" ({fmt}; {skipped} lines of tool output and bookkeeping skipped)" if skipped else ""
-        click.echo(f"conversation {a.conversation}: {a.added} new messages{more}")
+        more += f" ({fmt}; {plural(skipped, 'line')} of tool output and bookkeeping skipped)" if skipped else ""
+        click.echo(f"conversation {a.conversation}: {plural(a.added, 'new message')}{more}")
     for d in done.distilled:
         if d.outcome == "failed":
             click.echo(f"buffer {d.buffer[:12]}: not distilled, kept to try again later: {d.error}")
@@ -101,9 +102,9 @@ def _report(done: Ingested, namespace: str, fmt: str | None = None, skipped: int
         else:
             click.echo(f"buffer {d.buffer[:12]}: {d.outcome}")
     if done.queued:
-        click.echo(f"{len(done.queued)} buffers queued for the workers")
+        click.echo(f"{plural(len(done.queued), 'buffer')} queued for the workers")
     if a is not None and a.active_tokens and not done.distilled and not done.queued:
-        click.echo(f"{a.active_tokens} tokens wait in the buffer (`gitmem ingest --flush` distils them now)")
+        click.echo(f"{plural(a.active_tokens, 'token')} wait in the buffer (`gitmem ingest --flush` distils them now)")
     if any(d.commit for d in done.distilled):
         click.echo("pending memories are never given to agents until consolidation promotes them; "
                    f"`gitmem show ID --namespace {namespace}` shows one")

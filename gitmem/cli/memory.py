@@ -7,10 +7,11 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from .. import concepts
+from .. import concepts, techchoice
 from ..concepts import Memory
 from ..errors import InvalidInput, MemoryNotFound, NamespaceNotFound
 from ..service import FEEDBACK_ACTIONS, CommitInfo, WriteResult
+from ..wording import plural
 from .base import actor_of, emit, json_option, main, namespace_option, ns_name, read_text_arg, service
 
 # Types and sources are checked by the service, so a bad one gets the same one-line error as
@@ -55,16 +56,23 @@ def init(namespace: str | None, as_json: bool) -> None:
 @click.option("--author", help="Who said it (default: the local user); the commit names them too.")
 @click.option("--pending", is_flag=True, help="Store as pending until consolidation promotes it.")
 @click.option("--option", "options", multiple=True, metavar="NAME",
-              help="techchoice: an option (repeat; two or more, each with --pro and --con).")
+              help="techchoice: an option (repeat; two or more, each with --pro and --con, or --describe).")
 @click.option("--pro", "pros", multiple=True, metavar="NAME=TEXT", help="techchoice: a pro of option NAME (repeat).")
 @click.option("--con", "cons", multiple=True, metavar="NAME=TEXT", help="techchoice: a con of option NAME (repeat).")
+@click.option("--describe", "descriptions", multiple=True, metavar="NAME=TEXT",
+              help="techchoice: what option NAME is, or why it is there.")
+@click.option("--config", "configs", multiple=True, metavar="NAME=TEXT",
+              help="techchoice: how option NAME is set up (configuration notes).")
+@click.option("--status", "statuses", multiple=True, metavar="NAME=TEXT",
+              help="techchoice: where option NAME stands (candidate, deprecated...; --active names the one in use).")
 @click.option("--active", metavar="NAME", help="techchoice: the option chosen now.")
 @click.option("--reason", help="techchoice: why the active option is chosen (kept in its record).")
 @namespace_option
 @json_option
 def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[str, ...], title: str | None,
              source: str, author: str | None, pending: bool, options: tuple[str, ...], pros: tuple[str, ...],
-             cons: tuple[str, ...], active: str | None, reason: str | None, namespace: str | None,
+             cons: tuple[str, ...], descriptions: tuple[str, ...], configs: tuple[str, ...],
+             statuses: tuple[str, ...], active: str | None, reason: str | None, namespace: str | None,
              as_json: bool) -> None:
     """Remember TEXT ('-' reads it from standard input) through the write gate.
 
@@ -77,7 +85,8 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     Example: gitmem remember "We use pnpm, not npm" --type convention --path package.json
 
     \b
-    A technology choice lists its options, each with pros and cons, and the active one:
+    A technology choice lists its options, each with pros and cons (or a description,
+    --describe), and the active one:
     gitmem remember "Package manager for the web app" --type techchoice \\
         --option pnpm --pro "pnpm=fast installs" --con "pnpm=fewer users" \\
         --option npm --pro "npm=ships with node" --con "npm=slow" --active pnpm
@@ -91,7 +100,8 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     title = title or note.get("title")
     tags = tags or note.get("tags", ())
     paths = paths or note.get("paths", ())
-    choices = _options(options, pros, cons) if options or pros or cons else note.get("options")
+    given = {"pros": pros, "cons": cons, "description": descriptions, "config": configs, "status": statuses}
+    choices = _options(options, given) if options or any(given.values()) else note.get("options")
     active = active or note.get("active")
 
     def write() -> WriteResult:
@@ -115,16 +125,29 @@ def remember(text: str, memory_type: str, tags: tuple[str, ...], paths: tuple[st
     emit(result.to_dict(), as_json, human)
 
 
-def _options(names: tuple[str, ...], pros: tuple[str, ...], cons: tuple[str, ...]) -> list[dict[str, object]]:
-    """Options from ``--option NAME`` and ``--pro/--con NAME=TEXT`` (checked by the service)."""
-    options: dict[str, dict[str, list[str]]] = {n: {"pros": [], "cons": []} for n in names}
-    for flag, given, key in (("--pro", pros, "pros"), ("--con", cons, "cons")):
-        for item in given:
+_FLAGS = {"pros": "--pro", "cons": "--con", "description": "--describe", "config": "--config", "status": "--status"}
+
+
+def _options(names: tuple[str, ...], given: dict[str, tuple[str, ...]]) -> list[dict[str, object]]:
+    """Options from ``--option NAME`` and ``--pro/--con/--describe/--config/--status NAME=TEXT``.
+
+    The service checks them; here only that each names one of the options.
+    """
+    options: dict[str, dict[str, object]] = {n: {"pros": [], "cons": []} for n in names}
+    for key, values in given.items():
+        flag = _FLAGS[key]
+        for item in values:
             option, sep, text = item.partition("=")
-            if not sep or option.strip() not in options:
+            found = options.get(option.strip()) if sep else None
+            if found is None:
                 raise InvalidInput(f"{flag} {item!r}: write {flag} NAME=TEXT with NAME one of the --option names "
                                    f"({', '.join(names) or 'none given'})")
-            options[option.strip()][key].append(text)
+            if key in ("pros", "cons"):
+                found[key].append(text)  # type: ignore[attr-defined]
+            elif key in found:
+                raise InvalidInput(f"{flag} is given twice for option {option.strip()!r}; give it once")
+            else:
+                found[key] = text
     return [{"name": n, **v} for n, v in options.items()]
 
 
@@ -132,29 +155,34 @@ def _options(names: tuple[str, ...], pros: tuple[str, ...], cons: tuple[str, ...
 @click.argument("memory_id")
 @click.argument("option")
 @click.option("--reason", required=True, help="Why this option is chosen now (kept in the record).")
-@click.option("--pro", "pros", multiple=True, help="A pro of the option (repeat; a new option needs one).")
-@click.option("--con", "cons", multiple=True, help="A con of the option (repeat; a new option needs one).")
+@click.option("--pro", "pros", multiple=True, help="A pro of the option (repeat; a new one needs one, or --describe).")
+@click.option("--con", "cons", multiple=True, help="A con of the option (repeat; a new one needs one, or --describe).")
+@click.option("--describe", "description", help="What the option is, or why it is there.")
+@click.option("--config", help="How the option is set up (configuration notes).")
+@click.option("--status", help="Where the option stands, if not simply in use (e.g. trial).")
 @click.option("--actor", help="Who chooses (default: the local user).")
 @namespace_option
 @json_option
 def choose(memory_id: str, option: str, reason: str, pros: tuple[str, ...], cons: tuple[str, ...],
-           actor: str | None, namespace: str | None, as_json: bool) -> None:
+           description: str | None, config: str | None, status: str | None, actor: str | None,
+           namespace: str | None, as_json: bool) -> None:
     """Make OPTION the active one of technology choice MEMORY_ID, for a reason.
 
-    An append-only change: a new OPTION is added with its pros and cons, every option stays,
-    and the choice joins the memory's record of choices (one commit; `gitmem revert` undoes it).
+    An append-only change: a new OPTION is added with its pros and cons (or a description),
+    every option stays, and the choice joins the memory's record of choices (one commit;
+    `gitmem revert` undoes it).
 
     \b
     Example: gitmem choose 3f2a9c1b7e npm --reason "the CI image only has npm"
     """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
     result = service().choose(ns_name(namespace), memory_id, option, reason=reason, pros=pros, cons=cons,
-                              actor=actor_of(actor))
+                              description=description, config=config, status=status, actor=actor_of(actor))
     memory = result.memory
     assert memory is not None
 
     def human() -> None:
         click.echo(f"chosen: {memory.active} for {memory.id} ({memory.title}) in {(result.commit or '')[:10]}")
-        click.echo(concepts.options_table(memory))
+        click.echo(techchoice.options_table(memory))
 
     emit(result.to_dict(), as_json, human)
 
@@ -179,7 +207,7 @@ def recall(query: str, paths: tuple[str, ...], limit: int, archived: bool, no_re
         for hit in hits:
             click.echo(_line(hit.memory, hit.potency) + ("  ← path" if hit.path_match else ""))
             if hit.memory.options:
-                for row in concepts.options_table(hit.memory).splitlines():
+                for row in techchoice.options_table(hit.memory).splitlines():
                     click.echo(f"    {row}".rstrip())
 
     emit([h.to_dict() for h in hits], as_json, human)
@@ -284,12 +312,12 @@ def status(namespace: str | None, as_json: bool) -> None:
     data = service().status(ns_name(namespace))
 
     def human() -> None:
-        click.echo(f"namespace {data['namespace']} at {data['head'][:10]}: {data['total']} memories")
+        click.echo(f"namespace {data['namespace']} at {data['head'][:10]}: {plural(data['total'], 'memory')}")
         click.echo("  " + "  ".join(f"{k} {v}" for k, v in data["by_state"].items()))
         click.echo("  tiers: " + "  ".join(f"{k} {v}" for k, v in data["by_tier"].items()))
         click.echo("  " + "  ".join(f"{k} {v}" for k, v in data["by_type"].items() if v))
         if data["pending_uses"]:
-            click.echo(f"  {data['pending_uses']} uses not yet folded into the files")
+            click.echo(f"  {plural(data['pending_uses'], 'use')} not yet folded into the files")
         for path, reason in data["malformed"].items():
             click.echo(f"  malformed: {path}: {reason}")
         for name, mirror in data.get("mirrors", {}).items():
@@ -413,7 +441,9 @@ def import_command(fmt: str, path: Path, dry_run: bool, actor: str | None, names
     def human() -> None:
         counts = report.counts()
         done = "would import" if dry_run else "imported"
-        click.echo(f"{done} {len(report.items)} {fmt} items into {name}: "
+        into = name + ((" (a new namespace it would create)" if dry_run else " (a new namespace)")
+                       if report.new_namespace else "")
+        click.echo(f"{done} {plural(len(report.items), fmt + ' item')} into {into}: "
                    + ", ".join(f"{n} {outcome}" for outcome, n in counts.items())
                    + (f" (commit {report.commit[:10]}; `gitmem revert {report.commit[:10]}` undoes it)"
                       if report.commit else ""))

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
 import click
 
-from ..errors import InvalidInput
-from ..service import ALL_NAMESPACES, ROLES, KeyStore
+from ..errors import NamespaceNotFound
+from ..service import ALL_NAMESPACES, KINDS, ROLES, KeyStore
+from ..serving import check_address
+from ..wording import article
 from .base import emit, json_option, main, ns_name, service, settings
 
 WORKER_STOP_SECONDS = 15
@@ -46,7 +46,7 @@ def serve(host: str, port: int, workers: int, threads: int, no_worker: bool) -> 
     in production you may run `gunicorn 'gitmem.web:create_app()'` yourself.
     """
     config = settings()
-    _check_address(host, port)
+    check_address(host, port)
     master = os.getpid()
     child: Supervised | None = None
     if config.broker_url is None and not no_worker:
@@ -122,25 +122,6 @@ class Supervised:
             _stop(process)
 
 
-def _check_address(host: str, port: int) -> None:
-    """Fail at once, naming the address, when it cannot be listened on (gunicorn would retry 5 s).
-
-    The check binds and lets go; a port taken in between still meets gunicorn's retries.
-    """
-    try:
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    except socket.gaierror as exc:
-        raise InvalidInput(f"cannot listen on {host}: {exc.strerror}; give an address of this machine "
-                           "with --host") from None
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gunicorn does
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            raise InvalidInput(f"cannot listen on {host}:{port}: {exc.strerror}; stop what is using it "
-                               "or choose another --port") from None
-
-
 def _stop(child: subprocess.Popen[bytes]) -> None:
     if child.poll() is None:
         child.send_signal(signal.SIGTERM)
@@ -153,21 +134,10 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
 
 
 def _gunicorn(host: str, port: int, workers: int, threads: int) -> None:
-    from gunicorn.app.base import BaseApplication
-
+    from ..serving import serve
     from ..web import create_app
 
-    class Server(BaseApplication):  # type: ignore[misc]
-        def load_config(self) -> None:
-            for name, value in {"bind": f"{host}:{port}", "workers": workers, "threads": threads,
-                                "worker_class": "gthread", "accesslog": "-",
-                                "timeout": 120}.items():
-                self.cfg.set(name, value)
-
-        def load(self) -> Any:
-            return create_app()
-
-    Server().run()
+    serve(create_app, host=host, port=port, workers=workers, threads=threads, name="gitmem")
 
 
 @main.group()
@@ -180,14 +150,33 @@ def key() -> None:
               help=f"Namespace the key is for ('{ALL_NAMESPACES}' for every namespace). Default: default.")
 @click.option("--role", "-r", type=click.Choice(ROLES), required=True, help="What the key may do.")
 @click.option("--name", help="Who uses the key; recorded as the actor of its changes.")
+@click.option("--kind", type=click.Choice(KINDS), default="person", show_default=True,
+              help="Who uses the key: a person, or an agent. What it writes without naming a source is "
+                   "recorded as theirs (source user or agent).")
+@click.option("--create", "create_namespace", is_flag=True,
+              help="Create the namespace when it does not exist yet (else that is refused).")
 @json_option
-def key_create(namespace: str | None, role: str, name: str | None, as_json: bool) -> None:
-    """Make a key and print it once; only a hash of it is stored."""
-    secret, stored = KeyStore(settings().home).create(ns_name(namespace), role, name)
+def key_create(namespace: str | None, role: str, name: str | None, kind: str, create_namespace: bool,
+               as_json: bool) -> None:
+    """Make a key and print it once; only a hash of it is stored.
+
+    The namespace must exist (`gitmem init --namespace NS`, or --create here), so a mistyped
+    name is caught now rather than at the key's first use.
+    """
+    name_of_ns = ns_name(namespace)
+    svc = service()
+    if name_of_ns != ALL_NAMESPACES and not svc.exists(name_of_ns):
+        if not create_namespace:
+            known = ", ".join(svc.namespaces()) or "none yet"
+            raise NamespaceNotFound(
+                f"namespace {name_of_ns!r} does not exist (there are: {known}); create it with "
+                f"`gitmem init --namespace {name_of_ns}`, or pass --create to make it with the key")
+        svc.init(name_of_ns)
+    secret, stored = svc.keys.create(name_of_ns, role, name, kind=kind)
 
     def human() -> None:
         click.echo(secret)
-        click.echo(f"key {stored.id} ({stored.name}): {stored.role} on {stored.namespace}. "
+        click.echo(f"key {stored.id} ({stored.name}, {article(stored.kind)}): {stored.role} on {stored.namespace}. "
                    "Save it now; it cannot be shown again.", err=True)
 
     emit({"key": secret, **stored.to_dict()}, as_json, human)
@@ -206,11 +195,11 @@ def key_revoke(key_id: str, as_json: bool) -> None:
 @click.option("--namespace", "-n", default=None, metavar="NS", help="Only keys that apply to NS.")
 @json_option
 def key_list(namespace: str | None, as_json: bool) -> None:
-    """List keys (ids, names, namespaces and roles; never the keys themselves)."""
+    """List keys (ids, roles, kinds, namespaces and names; never the keys themselves)."""
     found = KeyStore(settings().home).list(None if namespace is None else ns_name(namespace))
 
     def human() -> None:
         for k in found:
-            click.echo(f"{k.id}  {k.role:<8} {k.namespace:<20} {k.name}  (created {k.created})")
+            click.echo(f"{k.id}  {k.role:<8} {k.kind:<6} {k.namespace:<20} {k.name}  (created {k.created})")
 
     emit([k.to_dict() for k in found], as_json, human)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..errors import SyncConflict
+from ..wording import plural
 from .base import actor_of, emit, json_option, main, namespace_option, ns_name, service
 
 
@@ -60,11 +61,12 @@ def sync(directory: Path, url: str | None, key: str | None, to: str, message: st
         for name in result.left_out:
             click.echo(f"left out (not a memory file): {name}")
         if result.pulled:
-            click.echo(f"{prefix}take in {'new' if result.pulled < 0 else result.pulled} commit(s) from the server")
+            click.echo(f"{prefix}take in " + ("new commits" if result.pulled < 0 else plural(result.pulled, "commit"))
+                       + " from the server")
         for line in result.messages:
             click.echo(f"server: {line}")
         if result.pushed_to and result.pushed and not dry_run:
-            click.echo(f"pushed {result.pushed} commit(s) to {result.pushed_to}")
+            click.echo(f"pushed {plural(result.pushed, 'commit')} to {result.pushed_to}")
         elif result.pushed_to:
             click.echo(f"would push to {result.pushed_to}")
         elif not result.committed:

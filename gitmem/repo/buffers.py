@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .index import immediate
+from .sqlitedb import immediate
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages(

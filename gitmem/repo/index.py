@@ -1,10 +1,8 @@
-"""The search index and the usage log: derived, disposable state beside each repository.
+"""The search index: derived, disposable state beside each repository.
 
 The index is a SQLite database with an FTS5 table, rebuilt from the repository or brought up to
 date from the git diff between the commit it last saw and the branch head. It is never the source
-of truth: delete it and the next call rebuilds it. The usage log records reads (recall hits) so a
-read never costs a commit; :meth:`MemoryService.fold_usage` folds it into the files in one commit.
-Losing the usage log loses no memory content, only some potency boosts.
+of truth: delete it and the next call rebuilds it. The usage log beside it is :mod:`.usage`.
 """
 
 from __future__ import annotations
@@ -12,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -29,6 +28,8 @@ from ..lexicon import kinds as lexicon_kinds
 from ..lexicon import mentions, mentions_in_name
 from ..similarity import normalise, tokens
 from ..words import document_terms
+from .sqlitedb import connect as _connect
+from .sqlitedb import immediate
 from .store import Store, refused_part
 
 _SCHEMA = """
@@ -143,27 +144,6 @@ class Candidate:
     techs: frozenset[str] = frozenset()
 
 
-def _connect(path: Path, *, durable: bool = True) -> sqlite3.Connection:
-    """Open a WAL database; ``durable=False`` skips fsyncs for data that can be rebuilt."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(str(path), timeout=60, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute(f"PRAGMA synchronous={'NORMAL' if durable else 'OFF'}")
-    return db
-
-
-@contextmanager
-def immediate(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """A write transaction (``BEGIN IMMEDIATE``) for the block, rolled back if it raises."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
 def memory_to_doc(memory: Memory) -> str:
     """The JSON document the index keeps for a memory (read back by :func:`doc_to_memory`)."""
     return json.dumps(memory.to_dict(), ensure_ascii=False)
@@ -257,6 +237,26 @@ class SearchIndex:
             yield
         finally:
             self.db.execute("COMMIT")
+
+    def rebuild(self, store: Store) -> None:
+        """Index main from nothing and drop the pages that held what was there before (after a purge).
+
+        Deleted rows stay in the database file's free pages and in FTS5's segments until they
+        are merged and vacuumed: a purged text must not.
+        """
+        with self._write() as db:
+            db.execute("DELETE FROM meta WHERE key='commit'")
+        self.sync(store)
+        with self._write() as db:
+            db.execute("INSERT INTO fts(fts) VALUES('optimize')")
+            db.execute("DELETE FROM vocab")  # a term of the old text; refilled from what is indexed now
+            db.execute("INSERT INTO vocab SELECT term, doc FROM fts_terms")
+        try:
+            self.db.execute("VACUUM")
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:
+            # Another process reads the index right now; its pages go at its next rebuild.
+            logging.getLogger(__name__).warning("could not vacuum the index %s after a purge", self.path)
 
     def indexed_commit(self) -> str | None:
         """The commit the index was last brought to, or None for a new index."""
@@ -580,64 +580,3 @@ class SearchIndex:
     def problems(self) -> dict[str, str]:
         """Files left out of the index (malformed, or a duplicate id): path -> reason."""
         return dict(self.db.execute("SELECT path, reason FROM problems ORDER BY path").fetchall())
-
-
-class UsageLog:
-    """Append-only record of memory uses, folded into the repository later."""
-
-    def __init__(self, path: Path) -> None:
-        self.db = _connect(path)
-        self.db.execute("CREATE TABLE IF NOT EXISTS uses(seq INTEGER PRIMARY KEY, id TEXT NOT NULL, at TEXT NOT NULL)")
-        self.db.execute("CREATE INDEX IF NOT EXISTS uses_id ON uses(id)")
-
-    def close(self) -> None:
-        """Close the database connection."""
-        self.db.close()
-
-    def record(self, memory_ids: Iterable[str], at: datetime) -> None:
-        """Log one use of each of ``memory_ids`` at ``at``."""
-        stamp = at.isoformat()
-        self.db.executemany("INSERT INTO uses(id, at) VALUES(?, ?)", [(m, stamp) for m in memory_ids])
-
-    def pending(self, up_to: int | None = None, ids: Iterable[str] | None = None) -> dict[str, tuple[int, datetime]]:
-        """Uses not yet folded: memory id -> (days with a use, last use), for every memory or only ``ids``.
-
-        A memory delivered ten times in one day was used once that day: uses count by day (UTC).
-        """
-        sql = "SELECT id, COUNT(DISTINCT substr(at, 1, 10)), MAX(at) FROM uses WHERE 1=1"
-        args: list[Any] = []
-        if up_to is not None:
-            sql += " AND seq <= ?"
-            args.append(up_to)
-        if ids is not None:
-            wanted = list(ids)
-            if len(wanted) > 500:  # beyond this one pass over the log is cheaper than lookups
-                keep = set(wanted)
-                return {k: v for k, v in self.pending(up_to).items() if k in keep}
-            sql += f" AND id IN ({','.join('?' * len(wanted))})"
-            args += wanted
-        rows = self.db.execute(sql + " GROUP BY id", args).fetchall()
-        return {r[0]: (r[1], datetime.fromisoformat(r[2])) for r in rows}
-
-    def high_water(self) -> int:
-        """The sequence number of the latest use, 0 for an empty log: fold up to it, then clear."""
-        row = self.db.execute("SELECT MAX(seq) FROM uses").fetchone()
-        return int(row[0] or 0)
-
-    def clear(self, up_to: int) -> None:
-        """Drop the uses up to ``up_to`` once they are folded into the repository."""
-        self.db.execute("DELETE FROM uses WHERE seq <= ?", (up_to,))
-
-    @contextmanager
-    def folding(self) -> Iterator[None]:
-        """Hold the log's write lock from reading the uses to clearing them.
-
-        Two processes folding at once then do not both count the same uses (new uses wait; reads do not).
-        """
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")

@@ -1,13 +1,18 @@
 """API keys: who may read, write, review or administer which namespace.
 
 A key is ``gmk_<id>_<secret>``. Only its SHA-256 is kept, in ``$GITMEM_HOME/keys.json`` (mode
-0600), beside the key's id, name, namespace (or ``*`` for every namespace) and role. The key
-itself is shown once, when it is made. Roles are ranked; each includes the ones below it::
+0600), beside the key's id, name, namespace (or ``*`` for every namespace), role and kind. The
+key itself is shown once, when it is made. Roles are ranked; each includes the ones below it::
 
     reader    read memories, recall, context, history, reviews; clone over HTTP
     writer    remember, forget (archive), feedback, comment on reviews, trigger consolidation
     reviewer  approve and reject reviews, amend directly, revert commits, restore versions
     admin     create namespaces, purge memories
+
+A key's kind says who uses it: a ``person`` (what a key is unless made with ``--kind agent``,
+and what keys made before kinds existed are) or an ``agent``. What a key writes without naming
+its ``source`` is recorded as that kind's: ``user`` for a person, ``agent`` for an agent, so the
+write gate treats a person's statement as a person's (added beside, never merged into another).
 
 The file is re-read when it changes on disk, so ``gitmem key revoke`` takes effect in a running
 server, on this host or any other sharing the file, at its next request. Every change replaces
@@ -26,10 +31,12 @@ from typing import Any
 
 from ..concepts import iso, now
 from ..errors import InvalidInput, NotFound, PermissionDenied
+from ..wording import article
 from .namespace import check_namespace
 from .records import SharedRecords
 
 ROLES = ("reader", "writer", "reviewer", "admin")
+KINDS = ("person", "agent")
 ALL_NAMESPACES = "*"
 _KEY = re.compile(r"^gmk_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 ._@+-]{0,63}$")
@@ -46,7 +53,7 @@ def role_rank(role: str) -> int:
 def refusal(name: str, role: str, namespace: str, needed: str) -> PermissionDenied:
     """The error every front end gives a caller ``name`` whose ``role`` is below ``needed`` on ``namespace``."""
     return PermissionDenied(
-        f"{name} ({role}) may not do this in namespace {namespace!r}: it needs a {needed} key for that namespace"
+        f"{name} ({role}) may not do this in namespace {namespace!r}: it needs {article(needed)} key for that namespace"
     )
 
 
@@ -64,6 +71,12 @@ class ApiKey:
     role: str
     created: str
     digest: str
+    kind: str = "person"  # keys from before kinds existed were made by people, for people
+
+    @property
+    def source(self) -> str:
+        """The ``source`` a write through this key is recorded with when it names none."""
+        return "agent" if self.kind == "agent" else "user"
 
     def covers(self, namespace: str) -> bool:
         """Whether the key applies to ``namespace``."""
@@ -76,7 +89,7 @@ class ApiKey:
     def to_dict(self) -> dict[str, Any]:
         """The key's public fields (never the digest)."""
         return {"id": self.id, "name": self.name, "namespace": self.namespace, "role": self.role,
-                "created": self.created}
+                "kind": self.kind, "created": self.created}
 
 
 class KeyStore:
@@ -110,11 +123,14 @@ class KeyStore:
 
     # --- writing -------------------------------------------------------------------------------
 
-    def create(self, namespace: str, role: str, name: str | None = None) -> tuple[str, ApiKey]:
-        """Make a key; returns the key (shown once) and what is stored of it."""
+    def create(self, namespace: str, role: str, name: str | None = None, *,
+               kind: str = "person") -> tuple[str, ApiKey]:
+        """Make a key for a ``person`` or an ``agent``; returns the key (shown once) and what is stored of it."""
         if namespace != ALL_NAMESPACES:
             check_namespace(namespace)
         role_rank(role)
+        if kind not in KINDS:
+            raise InvalidInput(f"unknown key kind {kind!r}; use one of: {', '.join(KINDS)}")
         key_id = secrets.token_hex(6)
         name = f"{role}-{key_id}" if name is None else name.strip()
         if not _NAME.match(name):
@@ -122,7 +138,7 @@ class KeyStore:
                 f"invalid key name {name!r}: 1 to 64 letters, digits, spaces or '._@+-'"
             )
         secret = f"gmk_{key_id}_{secrets.token_urlsafe(32)}"
-        stored = ApiKey(key_id, name, namespace, role, iso(now()), _digest(secret))
+        stored = ApiKey(key_id, name, namespace, role, iso(now()), _digest(secret), kind)
         with self._file.editing() as keys:
             keys[key_id] = stored
         return secret, stored

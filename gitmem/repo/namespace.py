@@ -7,8 +7,10 @@ memory change needs: find a memory's current file, find a free path, and commit 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,8 +25,9 @@ from ..concepts import Memory
 from ..errors import GitmemError, InvalidInput, MalformedConcept, MemoryNotFound, NamespaceNotFound
 from ..settings import Settings
 from .buffers import Buffers
-from .index import SearchIndex, UsageLog, is_memory_path
+from .index import SearchIndex, is_memory_path
 from .store import Change, Guard, Store
+from .usage import UsageLog
 
 if TYPE_CHECKING:
     from .redisbuffers import RedisBuffers
@@ -243,8 +246,8 @@ class Namespaces:
             path = self.repo_path(namespace)
             if not (path / "HEAD").exists():
                 raise NamespaceNotFound(
-                    f"namespace {namespace!r} does not exist; create it with `gitmem init --namespace {namespace}`"
-                )
+                    f"namespace {namespace!r} does not exist; create it with `gitmem init --namespace {namespace}`",
+                    namespace)
             state = self.settings.state_dir / namespace
             store = Store(path)
             store.moved = lambda ref: self._changed(namespace)
@@ -263,6 +266,23 @@ class Namespaces:
         handle = self.open(namespace)
         with handle.lock:
             yield handle
+
+    @contextmanager
+    def scratch(self, namespace: str) -> Iterator[Namespaces]:
+        """A throwaway home holding only ``namespace``, new and empty, deleted after the block.
+
+        What a dry run into a namespace that does not exist yet runs against: the same code as
+        the real run, on the repository it would start from, and nothing of it stays behind.
+        """
+        check_namespace(namespace)
+        with tempfile.TemporaryDirectory(prefix="gitmem-scratch-") as folder:
+            settings = dataclasses.replace(self.settings, home=Path(folder), state_home=None)
+            scratch = Namespaces(settings)
+            try:
+                scratch.init(namespace)
+                yield scratch
+            finally:
+                scratch.close()
 
     def attach(self, repo_path: Path) -> str:
         """Open a clone of a memory repository (an agent's ``git clone``) as a namespace to read.

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 import pygit2
-from pygit2.enums import FileMode, SortMode
+from pygit2.enums import FileMode, ObjectType, SortMode
 
 from ..errors import InvalidInput
 from .packing import git_program
@@ -248,7 +248,8 @@ class PushedFile:
     path: str
     status: str  # added, modified, deleted
     kind: str  # file, executable, symlink, submodule, tree
-    data: bytes | None  # the new content (None when deleted or not a blob)
+    data: bytes | None  # the new content (None when deleted, not a blob, or over the size read)
+    size: int = 0  # the new content's size in bytes, from the object's header (0 when not a blob)
 
 
 @dataclass(frozen=True)
@@ -259,6 +260,8 @@ class PushedCommit:
     summary: str
     parents: int
     files: list[PushedFile]
+    message: str = ""  # the whole message, summary and body
+    people: tuple[tuple[str, str], ...] = ()  # ("author" or "committer", "Name <email>")
 
 
 def new_commits(repo: pygit2.Repository, new: str, known: list[str]) -> list[pygit2.Commit]:
@@ -274,13 +277,25 @@ def new_commits(repo: pygit2.Repository, new: str, known: list[str]) -> list[pyg
     return out
 
 
-def pushed(repo: pygit2.Repository, commit: pygit2.Commit) -> PushedCommit:
-    """What one pushed commit changes, file by file, with the kind of each entry."""
+def pushed(repo: pygit2.Repository, commit: pygit2.Commit, max_bytes: int) -> PushedCommit:
+    """What one pushed commit changes, file by file, with the kind of each entry.
+
+    A blob larger than ``max_bytes`` is never read: its size comes from the object's header,
+    and its ``data`` is None (three 250 MB files of zeros pack into 134 KiB).
+    """
     files: list[PushedFile] = []
     old = commit.parents[0].tree if commit.parents else None
-    _tree_changes(repo, old, commit.tree, "", files)
-    summary = commit.message.splitlines()[0] if commit.message else ""
-    return PushedCommit(str(commit.id), summary, len(commit.parents), files)
+    _tree_changes(repo, old, commit.tree, "", files, max_bytes)
+    # The raw bytes: a message or a name in another encoding must not stop the checks.
+    message = commit.raw_message.decode("utf-8", "replace")
+    summary = message.splitlines()[0] if message else ""
+    people = tuple((role, f"{_text(sig.raw_name)} <{_text(sig.raw_email)}>")
+                   for role, sig in (("author", commit.author), ("committer", commit.committer)))
+    return PushedCommit(str(commit.id), summary, len(commit.parents), files, message, people)
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
 
 
 def _kind(mode: int) -> str:
@@ -290,7 +305,7 @@ def _kind(mode: int) -> str:
 
 
 def _tree_changes(repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.Tree | None, prefix: str,
-                  out: list[PushedFile]) -> None:
+                  out: list[PushedFile], max_bytes: int) -> None:
     """Compare two trees entry by entry (names as they are: a diff would hide ``..`` or ``.git``)."""
     before = {str(e.name): e for e in old} if old is not None else {}
     after = {str(e.name): e for e in new} if new is not None else {}
@@ -307,26 +322,36 @@ def _tree_changes(repo: pygit2.Repository, old: pygit2.Tree | None, new: pygit2.
             if a is not None and not a_tree:
                 out.append(PushedFile(path, "deleted", _kind(a.filemode), None))
             _tree_changes(repo, sub_old if isinstance(sub_old, pygit2.Tree) else None,
-                          sub_new if isinstance(sub_new, pygit2.Tree) else None, path + "/", out)
+                          sub_new if isinstance(sub_new, pygit2.Tree) else None, path + "/", out, max_bytes)
             if b is not None and not b_tree:
-                out.append(PushedFile(path, "added", _kind(b.filemode), _blob(repo, b)))
+                out.append(PushedFile(path, "added", _kind(b.filemode), *_blob(repo, b, max_bytes)))
             continue
         if b is None:
             assert a is not None
             out.append(PushedFile(path, "deleted", _kind(a.filemode), None))
         else:
-            out.append(PushedFile(path, "added" if a is None else "modified", _kind(b.filemode), _blob(repo, b)))
+            out.append(PushedFile(path, "added" if a is None else "modified", _kind(b.filemode),
+                                  *_blob(repo, b, max_bytes)))
 
 
-def _blob(repo: pygit2.Repository, entry: pygit2.Object) -> bytes | None:
+def _blob(repo: pygit2.Repository, entry: pygit2.Object, max_bytes: int) -> tuple[bytes | None, int]:
+    """A file's content and size; only the size (from the object's header) when it is over ``max_bytes``."""
     if entry.filemode not in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE):
-        return None
+        return None, 0
+    kind, size = repo.odb.read_header(entry.id)
+    if kind != ObjectType.BLOB:
+        return None, 0
+    if size > max_bytes:
+        return None, size
     obj = repo[entry.id]
-    return obj.data if isinstance(obj, pygit2.Blob) else None
+    return (obj.data, size) if isinstance(obj, pygit2.Blob) else (None, 0)
 
 
-def memory_files(repo: pygit2.Repository, commit_id: str) -> Iterator[tuple[str, bytes]]:
-    """Every ``<folder>/<name>.md`` blob of a commit's tree (where ids must be unique)."""
+def memory_files(repo: pygit2.Repository, commit_id: str, max_bytes: int) -> Iterator[tuple[str, bytes]]:
+    """Every ``<folder>/<name>.md`` blob of a commit's tree (where ids must be unique), up to ``max_bytes`` each.
+
+    A larger file is no memory (a push refuses it), so it is left unread.
+    """
     commit = repo[pygit2.Oid(hex=commit_id)]
     assert isinstance(commit, pygit2.Commit)
     for entry in commit.tree:
@@ -336,6 +361,8 @@ def memory_files(repo: pygit2.Repository, commit_id: str) -> Iterator[tuple[str,
         assert isinstance(sub, pygit2.Tree)
         for item in sub:
             if item.filemode in (FileMode.BLOB, FileMode.BLOB_EXECUTABLE) and item.name.endswith(".md"):
+                if repo.odb.read_header(item.id)[1] > max_bytes:
+                    continue
                 blob = repo[item.id]
                 if isinstance(blob, pygit2.Blob):
                     yield f"{entry.name}/{item.name}", blob.data

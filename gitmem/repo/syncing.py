@@ -9,24 +9,34 @@ open. A rebase that conflicts is undone and every conflicting file is named with
 A plain folder (no ``.git``) becomes a clone on its first sync: its files are laid over the
 server's main and only additions and edits are taken (a file missing from the folder is not a
 deletion, since the folder never had it). The key travels to git in the environment
-(``GIT_CONFIG_*``), never on a command line or in ``.git/config``.
+(``GIT_CONFIG_*``), never on a command line or in ``.git/config``, and only for the server named:
+it is an ``http.<url>.extraHeader``, so git sends it nowhere else. A ``--url`` given for a clone
+whose ``origin`` is elsewhere is the server the sync talks to (its main is tracked as
+``refs/gitmem/sync/main``, leaving ``origin``'s alone).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import os
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ..concepts import TYPES
 from ..errors import Conflict, InvalidInput, PermissionDenied, SyncConflict, Unavailable
+from ..wording import plural
 from .packing import git_program
+from .rewrite import RECORDS
 
 ADOPTING = "gitmem-adopting"
+ORIGIN_MAIN = "refs/remotes/origin/main"
+# Where the main of a server named with --url, other than origin, is tracked.
+OTHER_MAIN = "refs/gitmem/sync/main"
 _REMOTE = re.compile(r"^remote: ?(.*?)\s*$", re.MULTILINE)
 
 
@@ -56,10 +66,13 @@ class SyncResult:
 class Clone:
     """A working folder that git runs in, with the server's key in git's environment."""
 
-    def __init__(self, path: Path, url: str, key: str | None, actor: str) -> None:
+    def __init__(self, path: Path, url: str, key: str | None, actor: str, *, remote: str = "origin") -> None:
+        """``remote``: what git fetches from and pushes to (``origin``, or the URL itself)."""
         self.path = path
         self.url = url
         self.actor = actor
+        self.remote = remote
+        self.tracking = ORIGIN_MAIN if remote == "origin" else OTHER_MAIN
         self.git = git_program("for gitmem sync")
         self.env = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -69,9 +82,10 @@ class Clone:
             "GIT_CONFIG_COUNT": "0",
         }
         config: list[tuple[str, str]] = []
-        if key:
+        if key and url:
+            # Scoped to the server named: a clone's other remotes never see the key.
             basic = base64.b64encode(f"{actor}:{key}".encode()).decode()
-            config.append(("http.extraHeader", f"Authorization: Basic {basic}"))
+            config.append((f"http.{_without_userinfo(url)}.extraHeader", f"Authorization: Basic {basic}"))
         config += [("user.name", actor), ("user.email", f"{_slug(actor)}@gitmem.invalid")]
         for i, (name, value) in enumerate(config):
             self.env[f"GIT_CONFIG_KEY_{i}"] = name
@@ -121,8 +135,11 @@ def sync(path: Path, *, url: str | None, key: str | None, actor: str, to: str = 
             if not found:
                 raise InvalidInput(f"{path} has no remote 'origin': give the server's URL with --url")
             url = found
+    else:
+        found = ""
     assert url is not None
-    clone = Clone(path, url, key, actor)
+    # The URL named is the server: origin when it is origin's (or there is none yet), else the URL.
+    clone = Clone(path, url, key, actor, remote="origin" if not found or found == url else url)
     result = SyncResult(str(path), url, dry_run=dry_run, adopted=adopted)
     if dry_run:
         return _dry_run(clone, result)
@@ -132,15 +149,17 @@ def sync(path: Path, *, url: str | None, key: str | None, actor: str, to: str = 
         clone.run("remote", "add", "origin", url)
     elif not clone.run("remote", "get-url", "origin", check=False).stdout.strip():
         clone.run("remote", "add", "origin", url)
-    clone.run("fetch", "-q", "origin", "+refs/heads/main:refs/remotes/origin/main")
+    clone.run("fetch", "-q", clone.remote, f"+refs/heads/main:{clone.tracking}")
+    if not adopted:
+        _check_not_before_purge(clone)
     if adopted:
-        clone.run("reset", "-q", "refs/remotes/origin/main")  # the folder's files over the server's main
+        clone.run("reset", "-q", clone.tracking)  # the folder's files over the server's main
     _commit(clone, result, message, removals=not adopted)
     if adopted:
         clone.run("checkout", "-q", "--", ".")  # the server's files the folder lacked: now a whole clone
         (path / ".git" / ADOPTING).unlink(missing_ok=True)
     local = clone.out("rev-parse", "HEAD")
-    server = clone.out("rev-parse", "refs/remotes/origin/main")
+    server = clone.out("rev-parse", clone.tracking)
     result.pulled = int(clone.out("rev-list", "--count", f"HEAD..{server}"))
     if result.pulled:
         rebased = clone.run("rebase", "-q", server, check=False)
@@ -153,6 +172,28 @@ def sync(path: Path, *, url: str | None, key: str | None, actor: str, to: str = 
         return result
     _push(clone, result, to, ahead)
     return result
+
+
+def _check_not_before_purge(clone: Clone) -> None:
+    """Refuse to sync a clone whose history a purge on the server rewrote since (nothing is changed)."""
+    listed = clone.run("ls-tree", "--name-only", f"{clone.tracking}:{RECORDS}", check=False)
+    if listed.returncode != 0:
+        return  # no purge ever
+    rewritten: dict[str, str] = {}
+    for name in listed.stdout.split():
+        try:
+            record = json.loads(clone.out("show", f"{clone.tracking}:{RECORDS}/{name}"))
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("rewritten"), list):
+            rewritten |= dict.fromkeys(map(str, record["rewritten"]), str(record.get("recover") or "re-clone"))
+    if not rewritten:
+        return
+    mine = clone.out("rev-list", "HEAD", "--not", clone.tracking).split()
+    old = next((c for c in mine if c in rewritten), None)
+    if old is not None:
+        raise Conflict(f"{clone.path} is a clone from before a purge (it has commit {old[:10]}): {rewritten[old]}; "
+                       "nothing was pushed")
 
 
 def _conflict(result: SyncResult, local: str, server: str) -> SyncConflict:
@@ -195,7 +236,8 @@ def _commit(clone: Clone, result: SyncResult, message: str | None, *, removals: 
     """Commit the memory files edited by hand; name the files left out."""
     changes = _changes(clone)
     wanted = [name for code, name in changes if _staged(name) and (removals or "D" not in code)]
-    result.left_out = [name for _, name in changes if not _staged(name)]
+    # A folder being adopted lacks the server's other files (its .gitmem/ discussions): not edits of its own.
+    result.left_out = [name for code, name in changes if not _staged(name) and (removals or "D" not in code)]
     if wanted:
         clone.run("add", "-A", "--", *wanted)
     if result.left_out:
@@ -203,7 +245,7 @@ def _commit(clone: Clone, result: SyncResult, message: str | None, *, removals: 
     result.committed = [s for s in clone.out("diff", "--cached", "--name-only").split("\n") if s]
     if not result.committed:
         return
-    summary = message or f"{len(result.committed)} memory file(s) edited by hand"
+    summary = message or f"{plural(len(result.committed), 'memory file')} edited by hand"
     clone.run("commit", "-q", "-m", summary)
     result.commit = clone.out("rev-parse", "HEAD")
 
@@ -212,18 +254,18 @@ def _push(clone: Clone, result: SyncResult, to: str, ahead: int) -> None:
     """Push to main (when ``to`` allows and the key may), else to this user's review branch."""
     result.pushed = ahead
     if to in ("auto", "main"):
-        done = clone.run("push", "--porcelain", "origin", "HEAD:refs/heads/main", check=False)
+        done = clone.run("push", "--porcelain", clone.remote, "HEAD:refs/heads/main", check=False)
         said = _REMOTE.findall(done.stderr)
         if done.returncode == 0:
             result.pushed_to, result.messages = "main", said
-            clone.run("fetch", "-q", "origin", "+refs/heads/main:refs/remotes/origin/main")
-            clone.run("merge", "-q", "--ff-only", "refs/remotes/origin/main", check=False)  # gitmem's completion
+            clone.run("fetch", "-q", clone.remote, f"+refs/heads/main:{clone.tracking}")
+            clone.run("merge", "-q", "--ff-only", clone.tracking, check=False)  # gitmem's completion
             return
         refused_by_role = any("may not push to main" in line for line in said)
         if to == "main" or not refused_by_role:
             raise _refusal(clone, done, said)
     branch = f"refs/heads/review/sync-{_slug(clone.actor)}"
-    done = clone.run("push", "--porcelain", "origin", f"+HEAD:{branch}", check=False)
+    done = clone.run("push", "--porcelain", clone.remote, f"+HEAD:{branch}", check=False)
     said = _REMOTE.findall(done.stderr)
     if done.returncode != 0:
         raise _refusal(clone, done, said)
@@ -254,6 +296,14 @@ def _strays(path: Path) -> list[str]:
         if item.is_file() and not rel.startswith(".git/") and not _staged(rel):
             out.append(rel)
     return out
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without a ``user:password@`` part (git matches ``http.<url>.*`` against the request's URL)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def _slug(actor: str) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .index import _connect
+from .sqlitedb import connect as _connect
 
 if TYPE_CHECKING:  # numpy loads with the first vector read or written, not with the repository layer
     import numpy as np

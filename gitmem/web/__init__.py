@@ -17,7 +17,7 @@ import jinja2
 from flask import Flask, Response, jsonify, render_template, request
 from werkzeug.exceptions import HTTPException
 
-from ..errors import GitmemError
+from ..errors import GitmemError, NamespaceNotFound
 from ..service import MemoryService, build_service
 from ..settings import Settings
 from ..templating import templates_dir
@@ -72,7 +72,14 @@ def create_app(settings: Settings | None = None, service: MemoryService | None =
     app.extensions["gitmem.keys"] = service.keys
     app.extensions["gitmem.replays"] = service.replay_guard(SIGNATURE_WINDOW)
 
-    from . import api, git, health, pages, webhook
+    from . import (
+        api,
+        git,
+        health,
+        pages,
+        reviewing,  # noqa: F401 - it adds the review pages to pages.bp
+        webhook,
+    )
     from .mcp import McpMount
 
     app.register_blueprint(api.bp)
@@ -117,7 +124,12 @@ def error_response(status: int, kind: str, message: str) -> tuple[Response | str
 
 
 def _gitmem_error(exc: GitmemError) -> tuple[Response | str, int]:
-    return error_response(exc.http_status, type(exc).__name__, str(exc))
+    message = str(exc)
+    if isinstance(exc, NamespaceNotFound) and exc.namespace:
+        # The fix an API caller can make itself, not a command for the server's shell.
+        message = (f"namespace {exc.namespace!r} does not exist; an admin key creates it with POST "
+                   f'/api/v1/namespaces and {{"name": "{exc.namespace}"}}')
+    return error_response(exc.http_status, type(exc).__name__, message)
 
 
 def _http_error(exc: HTTPException) -> tuple[Response | str, int] | HTTPException:

@@ -102,7 +102,7 @@ def remember(ns: str) -> tuple[Response, int]:
                  "reason")
     options = data.get("options")
     if options is not None and not isinstance(options, list):
-        raise InvalidInput("'options' must be a list of {name, pros, cons}")
+        raise InvalidInput("'options' must be a list of {name, pros, cons, description, config, status}")
     author = inputs.string(data, "author")
     if author is not None and author != who.name and who.role != "admin":
         # As the feedback webhook: only an admin key may write in another's name.
@@ -115,7 +115,7 @@ def remember(ns: str) -> tuple[Response, int]:
         title=inputs.string(data, "title"),
         tags=inputs.strings(data, "tags") or (),
         paths=inputs.strings(data, "paths") or (),
-        source=inputs.string(data, "source") or "agent",
+        source=inputs.string(data, "source") or who.source,
         author=author or who.name,
         actor=who.name,
         state=inputs.string(data, "state") or "active",
@@ -170,29 +170,47 @@ def forget(ns: str, memory_id: str) -> Response:
     return jsonify(service().forget(ns, memory_id, purge=purge, reason=reason, actor=who.name).to_dict())
 
 
+@bp.post("/namespaces/<ns>/memories/<memory_id>/purge-history")
+def purge_history(ns: str, memory_id: str) -> tuple[Response, int]:
+    """Ask to purge a memory from every commit (admin, with a reason): opens a review an admin approves."""
+    who = require(ns, "admin")
+    data = inputs.body()
+    inputs.known(data, "reason")
+    reason = inputs.string(data, "reason", required=True) or ""
+    review = service().purge_history(ns, memory_id, actor=who.name, reason=reason)
+    return jsonify(review.to_dict()), 201
+
+
 @bp.post("/namespaces/<ns>/memories/<memory_id>/choose")
 def choose(ns: str, memory_id: str) -> Response:
     """Make an option the techchoice's active one, for a reason (writer): an append-only change."""
     who = require(ns, "writer")
     data = inputs.body()
-    inputs.known(data, "option", "reason", "pros", "cons")
+    inputs.known(data, "option", "reason", "pros", "cons", "description", "config", "status")
     result = service().choose(
         ns, memory_id, inputs.string(data, "option", required=True) or "",
         reason=inputs.string(data, "reason", required=True) or "",
-        pros=inputs.strings(data, "pros") or (), cons=inputs.strings(data, "cons") or (), actor=who.name,
+        pros=inputs.strings(data, "pros") or (), cons=inputs.strings(data, "cons") or (),
+        description=inputs.string(data, "description"), config=inputs.string(data, "config"),
+        status=inputs.string(data, "status"), actor=who.name,
     )
     return jsonify(result.to_dict())
 
 
 @bp.post("/namespaces/<ns>/import")
 def import_memories(ns: str) -> Response:
-    """Import another store's memories, given as files, in one commit (admin); ``dry_run`` writes nothing."""
+    """Import another store's memories, given as files, in one commit (admin); ``dry_run`` writes nothing.
+
+    A namespace that does not exist yet is created, as ``POST /namespaces`` would for the same
+    admin key (a dry run creates none and reports the import into an empty one).
+    """
     who = require(ns, "admin")
     data = inputs.body()
     inputs.known(data, "format", "files", "dry_run")
     fmt = inputs.string(data, "format", required=True) or ""
     dry_run = inputs.boolean(data, "dry_run") or False
-    report = service().import_memories(ns, fmt, data.get("files"), dry_run=dry_run, actor=who.name, origin="the API")
+    report = service().import_memories(ns, fmt, data.get("files"), dry_run=dry_run, actor=who.name, origin="the API",
+                                       create=True)
     return jsonify(report.to_dict())
 
 
@@ -296,12 +314,12 @@ def consolidate(ns: str) -> tuple[Response, int]:
     data = inputs.body()
     inputs.known(data, "dry_run")
     dry_run = bool(inputs.boolean(data, "dry_run"))
-    require(ns, "reader" if dry_run else "writer")
+    who = require(ns, "reader" if dry_run else "writer")
     if dry_run:
         return jsonify({"dry_run": True, "plan": service().plan(ns).to_dict()}), 200
     try:
         # A request never waits for a run: it goes to the workers.
-        sent = service().dispatch(ns, background=True)
+        sent = service().dispatch(ns, background=True, started_by=f"{who.name} (the API)")
     except (OSError, OperationalError) as exc:
         raise Unavailable(f"the task broker did not answer ({exc}); try again later") from None
     return jsonify({"dry_run": False, "task_id": sent.task, "status": "queued"}), 202
@@ -378,29 +396,44 @@ def show_review(ns: str, number: str) -> Response:
 def approve(ns: str, number: str) -> Response:
     """Approve a review (reviewer): merge its open commits, or only those listed in ``commits``, into main.
 
-    ``expected``: how many commits the caller saw to merge; any other number merges nothing (409).
+    ``expected``: how many commits the caller saw to merge; ``version``: the review's ``version`` the
+    caller saw. Any other number or version merges nothing (409).
     """
     who = require(ns, "reviewer")
     data = inputs.body()
-    inputs.known(data, "commits", "expected")
+    inputs.known(data, "commits", "expected", "version")
     n = review_number(number)
+    expected = _expected(data)
+    service().require(ns)
+    review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"), expected=expected,
+                               version=inputs.string(data, "version"), admin=who.allows(ns, "admin"))
+    return jsonify(review.to_dict())
+
+
+def _expected(data: dict[str, Any]) -> int | None:
+    """The ``expected`` count of a decision's body, if given: a whole number, 1 or more."""
     expected = data.get("expected")
     if expected is not None and (isinstance(expected, bool) or not isinstance(expected, int) or expected < 1):
         raise InvalidInput("expected must be a whole number of commits, 1 or more")
-    service().require(ns)
-    review = reviews().approve(ns, n, actor=who.name, commits=inputs.strings(data, "commits"), expected=expected)
-    return jsonify(review.to_dict())
+    return expected
 
 
 @bp.post("/namespaces/<ns>/reviews/<number>/reject")
 def reject(ns: str, number: str) -> Response:
-    """Reject what is left of a review, with a reason (required; reviewer); main is not touched."""
+    """Turn down what is left of a review, or only the ``commits`` listed (reviewer); main is not touched.
+
+    ``reason`` is required unless one commit is listed. ``expected`` and ``version``: what the caller
+    saw; any other number or version decides nothing (409).
+    """
     who = require(ns, "reviewer")
     data = inputs.body()
-    inputs.known(data, "reason")
+    inputs.known(data, "reason", "commits", "expected", "version")
     n = review_number(number)
+    expected = _expected(data)
     service().require(ns)
-    review = reviews().reject(ns, n, actor=who.name, reason=inputs.string(data, "reason") or "")
+    review = reviews().reject(ns, n, actor=who.name, reason=inputs.string(data, "reason") or "",
+                              commits=inputs.strings(data, "commits"), version=inputs.string(data, "version"),
+                              expected=expected)
     return jsonify(review.to_dict())
 
 

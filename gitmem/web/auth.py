@@ -51,6 +51,15 @@ class Caller:
         """The caller's role: its key's, or ``writer`` for a signed webhook."""
         return self.key.role if self.key else HMAC_ROLE
 
+    @property
+    def source(self) -> str:
+        """What a write records as its ``source`` when the request names none.
+
+        The key's kind: a person's key writes as ``user``, an agent's as ``agent``; a signed
+        webhook is an integration, so an agent.
+        """
+        return self.key.source if self.key else "agent"
+
     def allows(self, namespace: str, role: str) -> bool:
         """Whether the caller has at least ``role`` on ``namespace``."""
         if self.key is not None:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import gzip
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
 from typing import IO
 
 from flask import Blueprint, Response, request
@@ -72,11 +74,15 @@ def backend(repo: str, rest: str) -> Response:
         if request.headers.get(header):
             env[var] = request.headers[header]
     stdin = tempfile.TemporaryFile()
+    note = None
     if request.method == "POST":
         while chunk := request.stream.read(CHUNK):
             stdin.write(chunk)
         env["CONTENT_LENGTH"] = str(stdin.tell())
         stdin.seek(0)
+        if rest == "git-upload-pack":
+            note = _before_purge(ns, stdin, request.headers.get("Content-Encoding", ""))
+            stdin.seek(0)
     stderr = tempfile.TemporaryFile()
     proc = subprocess.Popen([git, "http-backend"], stdin=stdin, stdout=subprocess.PIPE,
                             stderr=stderr, env=env)
@@ -89,7 +95,67 @@ def backend(repo: str, rest: str) -> Response:
         output.close(failed=True)  # reaps git and logs what it said on stderr
         raise GitmemError(f"git http-backend could not serve {rest!r} of namespace {ns!r}; "
                           "the server log says why")
-    return Response(output, status=status, headers=headers, direct_passthrough=True)
+    body: Iterable[bytes] = output if note is None else _told(output, note)
+    return Response(body, status=status, headers=headers, direct_passthrough=True)
+
+
+def _before_purge(ns: str, body: IO[bytes], encoding: str) -> str | None:
+    """What to tell a fetching clone whose ``have`` lines name commits a purge rewrote, or None."""
+    rewritten = service().rewritten(ns)
+    if not rewritten:
+        return None
+    data = body.read()
+    if encoding.lower() == "gzip":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error):
+            return None  # git http-backend answers what is wrong with it
+    for have in re.findall(rb"have ([0-9a-f]{40})", data):
+        said = rewritten.get(have.decode())
+        if said is not None:
+            return f"gitmem: this clone is from before a purge: {said}"
+    return None
+
+
+def _told(output: CgiOutput, note: str) -> Iterator[bytes]:
+    """The fetch's answer with ``note`` on side band 2 (git prints it as ``remote: ...``) at its end.
+
+    The answer is pkt-lines; once the pack began (side band 1), the next flush ends it, and the
+    note goes right before that flush. An answer that is not framed so passes as it is.
+    """
+    pending, packing, done = b"", False, False
+    line = b"\x02" + note.encode() + b"\n"
+    message = b"%04x" % (len(line) + 4) + line  # one pkt-line on side band 2
+    try:
+        for chunk in output:
+            if done:
+                yield chunk
+                continue
+            pending += chunk
+            out = bytearray()
+            while len(pending) >= 4 and not done:
+                try:
+                    size = int(pending[:4], 16)
+                except ValueError:
+                    done = True  # not pkt-lines (a pack without side band): leave it alone
+                    break
+                if size == 0 and packing:
+                    out += message
+                    done = True
+                    break
+                size = max(size, 4)  # flush, delimiter and response-end packets are four bytes
+                if len(pending) < size:
+                    break
+                packing = packing or pending[4:5] == b"\x01"
+                out += pending[:size]
+                pending = pending[size:]
+            if done:
+                out += pending
+                pending = b""
+            yield bytes(out)
+        yield pending
+    finally:
+        output.close()
 
 
 def _receive_pack(ns: str, rest: str) -> Response:
@@ -113,10 +179,25 @@ def _receive_pack(ns: str, rest: str) -> Response:
     role = next(r for r in ("admin", "reviewer", "writer") if who.allows(ns, r))
     body: IO[bytes] = request.stream
     if request.headers.get("Content-Encoding", "").lower() == "gzip":
-        body = gzip.GzipFile(fileobj=request.stream, mode="rb")  # type: ignore[assignment]
+        body = Gunzipped(request.stream)  # type: ignore[assignment]
     base_url = service().settings.public_url or request.host_url.rstrip("/")
     answer = service().receive_push(ns, body, actor=who.name, role=role, base_url=base_url)
     return Response(answer, headers=_NO_CACHE, mimetype="application/x-git-receive-pack-result")
+
+
+class Gunzipped:
+    """A gzip-encoded request body, read as it comes; a body that is not gzip is :class:`InvalidInput` (a 400)."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self._file = gzip.GzipFile(fileobj=raw, mode="rb")
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes of the decompressed body."""
+        try:
+            return self._file.read(size)
+        except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+            raise InvalidInput(f"the push says Content-Encoding: gzip, but its body is not valid gzip ({exc}); "
+                               "send it as git does") from None
 
 
 _NO_CACHE = {"Cache-Control": "no-cache, max-age=0, must-revalidate", "Pragma": "no-cache"}

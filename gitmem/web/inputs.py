@@ -10,6 +10,7 @@ from flask import request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from ..errors import InvalidInput
+from ..wording import inflected
 
 
 def raw_body() -> bytes:
@@ -53,7 +54,8 @@ def known(data: dict[str, Any], *names: str) -> None:
     """Refuse fields the endpoint does not know (a typo would otherwise be silently ignored)."""
     unknown = sorted(set(data) - set(names))
     if unknown:
-        raise InvalidInput(f"unknown field(s): {', '.join(unknown)}; this endpoint takes: {', '.join(names)}")
+        raise InvalidInput(f"unknown {inflected(len(unknown), 'field')}: {', '.join(unknown)}; "
+                           f"this endpoint takes: {', '.join(names)}")
 
 
 def string(data: dict[str, Any], name: str, *, required: bool = False) -> str | None:

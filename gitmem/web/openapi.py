@@ -7,6 +7,7 @@ from typing import Any
 
 from ..concepts import SOURCES, STATES, TYPES
 from ..service import FEEDBACK_ACTIONS, REVIEW_STATUSES, ROLES
+from ..wording import a_or_an
 
 NS = {"name": "ns", "in": "path", "required": True, "description": "Namespace name",
       "schema": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,63}$"}}
@@ -46,7 +47,7 @@ def _op(summary: str, role: str, ok: dict[str, Any], *, params: list[dict[str, A
         body: dict[str, Any] | None = None, status: str = "200",
         extra: dict[str, Any] | None = None, security: list[dict[str, list[str]]] | None = None,
         ) -> dict[str, Any]:
-    op: dict[str, Any] = {"summary": summary, "description": f"Needs a **{role}** key.",
+    op: dict[str, Any] = {"summary": summary, "description": f"Needs {a_or_an(role)} **{role}** key.",
                           "parameters": params or [],
                           "responses": {status: ok, **(extra or {}), **ERRORS}}
     if body is not None:
@@ -77,7 +78,11 @@ def _page(item: str) -> dict[str, Any]:
 @functools.cache
 def document() -> dict[str, Any]:
     """The whole document (built once)."""
-    option = _obj({"name": {"type": "string", "minLength": 1}, "pros": STRS, "cons": STRS}, ("name",))
+    option = _obj({"name": {"type": "string", "minLength": 1}, "pros": STRS, "cons": STRS,
+                   "description": {"type": "string", "description": "what the option is (or give pros and cons)"},
+                   "config": {"type": "string", "description": "how it is set up"},
+                   "status": {"type": "string", "description": "where it stands: candidate, deprecated..."}},
+                  ("name",))
     memory = {"type": "object", "required": ["id", "type", "text", "title", "state"], "properties": {
         "id": STR, "type": {"type": "string", "enum": list(TYPES)}, "text": STR, "title": STR,
         "description": STR, "tags": STRS, "paths": STRS, "source": STR,
@@ -97,7 +102,7 @@ def document() -> dict[str, Any]:
         "id": STR, "summary": STR, "message": STR, "time": {"type": "integer"}, "actor": STR,
         "action": STR, "memory_ids": STRS, "parents": STRS}}
     review = {"type": "object", "required": ["number", "status"], "properties": {
-        "number": {"type": "integer"}, "title": STR, "status": STR, "kind": STR}}
+        "number": {"type": "integer"}, "title": STR, "status": STR, "kind": STR, "label": STR, "version": STR}}
     error = {"type": "object", "required": ["error"], "properties": {"error": {
         "type": "object", "required": ["status", "message"], "properties": {
             "status": {"type": "integer"}, "type": STR, "message": STR}}}}
@@ -109,16 +114,18 @@ def document() -> dict[str, Any]:
     remember_body = _obj({
         "text": {"type": "string", "minLength": 1}, "type": {"type": "string", "enum": list(TYPES)},
         "title": STR, "tags": STRS, "paths": STRS,
-        "source": {"type": "string", "enum": list(SOURCES)},
+        "source": {"type": "string", "enum": list(SOURCES),
+                   "description": "default: the key's kind, user for a person's key, agent for an agent's"},
         "author": {"type": "string", "description": "who said it: the key's name (the default), or, for an "
                    "admin key only, another's; the commit's actor is the key's name"},
         "state": {"type": "string", "enum": ["active", "pending"]},
         "options": {"type": "array", "items": option,
-                    "description": "techchoice: two or more, each with pros and cons"},
+                    "description": "techchoice: two or more, each with pros and cons or a description"},
         "active": {"type": "string", "description": "techchoice: the option chosen now"},
         "reason": {"type": "string", "description": "techchoice: why the active option is chosen"}}, ("text",))
     choose_body = _obj({"option": {"type": "string", "minLength": 1}, "reason": {"type": "string", "minLength": 1},
-                        "pros": STRS, "cons": STRS}, ("option", "reason"))
+                        "pros": STRS, "cons": STRS, "description": STR, "config": STR, "status": STR},
+                       ("option", "reason"))
     amend_body = _obj({"text": STR, "title": STR, "type": {"type": "string", "enum": list(TYPES)},
                        "tags": STRS, "paths": STRS, "tenured": {"type": "boolean"}, "reason": STR})
     feedback_body = _obj({
@@ -192,6 +199,11 @@ def document() -> dict[str, Any]:
             "post": _op("Make an option the techchoice's active one, for a reason (append-only; a new "
                         "option needs pros and cons)", "writer",
                         _json(_ref("WriteResult"), "Chosen"), params=[NS, MEMORY_ID], body=choose_body)},
+        "/namespaces/{ns}/memories/{memory_id}/purge-history": {
+            "post": _op("Ask to purge a memory from every commit: opens a review of kind purge, which only an "
+                        "admin's approval carries out (it rewrites the namespace's history)", "admin",
+                        _json(_ref("Review"), "The purge review, open"), params=[NS, MEMORY_ID],
+                        body=_obj({"reason": STR}, ("reason",)), status="201")},
         "/namespaces/{ns}/import": {
             "post": _op("Import another store's memories (okf, pi-memory-spaced, basic-memory, mem0), given as "
                         "files, through the write gate in one commit", "admin",
@@ -243,10 +255,14 @@ def document() -> dict[str, Any]:
         f"{review_path}/approve": {
             "post": _op("Approve and merge (every open commit, or those listed; the rest stay open)", "reviewer",
                         _json(_ref("Review"), "Merged"), params=[NS, NUMBER],
-                        body=_obj({"commits": STRS, "expected": {"type": "integer", "minimum": 1}}))},
+                        body=_obj({"commits": STRS, "expected": {"type": "integer", "minimum": 1},
+                                   "version": {"type": "string"}}))},
         f"{review_path}/reject": {
-            "post": _op("Reject what is left of the review, saying why", "reviewer", _json(_ref("Review"), "Rejected"),
-                        params=[NS, NUMBER], body=_obj({"reason": {"type": "string", "minLength": 1}}, ("reason",)))},
+            "post": _op("Turn down what is left of the review, or the commits listed, saying why (one commit: "
+                        "no reason needed)", "reviewer", _json(_ref("Review"), "Rejected"),
+                        params=[NS, NUMBER], body=_obj({"reason": {"type": "string"}, "commits": STRS,
+                                                        "expected": {"type": "integer", "minimum": 1},
+                                                        "version": {"type": "string"}}))},
         f"{review_path}/comments": {
             "post": _op("Comment on the review", "writer", _json(_ref("Review"), "Commented"),
                         params=[NS, NUMBER], body=_obj({"text": {"type": "string", "minLength": 1}},

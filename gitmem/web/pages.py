@@ -1,4 +1,4 @@
-"""HTML pages for people: dashboard, search, a memory, the memory graph, and reviews shown like pull requests.
+"""HTML pages for people: dashboard, search, a memory, the memory graph (reviews: :mod:`.reviewing`).
 
 Every page but the graph works without JavaScript. Sign-in puts a key's id in the (signed) session cookie;
 every form post carries a per-session CSRF token and must come from this site's own origin.
@@ -39,9 +39,9 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from ..concepts import STATES, TYPES, iso
 from ..errors import GitmemError, MemoryNotFound, PermissionDenied
-from ..service import REVIEW_STATUSES, summarise
 from ..templating import templates_dir
-from .api import review_number, reviews, service
+from ..wording import article, plural
+from .api import reviews, service
 from .auth import Caller, Unauthenticated, end_session, keystore, require, session_key, start_session
 
 bp = Blueprint("pages", __name__, static_folder=None)
@@ -76,6 +76,11 @@ def _iso(moment: Any) -> str:
     return iso(moment) if isinstance(moment, datetime) else str(moment or "")
 
 
+# "1 commit", "2 commits"; "an admin": the wording every surface shares (gitmem.wording).
+bp.add_app_template_filter(plural, "plural")
+bp.add_app_template_filter(article, "article")
+
+
 @bp.app_template_filter("timestamp")
 def _timestamp(seconds: Any) -> str:
     return iso(datetime.fromtimestamp(int(seconds), UTC))
@@ -101,7 +106,7 @@ def human_time(moment: Any, at: datetime | None = None) -> str:
             n = int(seconds // size)
             if unit == "day" and n == 1:
                 return "yesterday"
-            return f"{n} {unit}{'' if n == 1 else 's'} ago"
+            return f"{plural(n, unit)} ago"
     return when.strftime("%-d %b %Y")
 
 
@@ -320,6 +325,10 @@ def memory_feedback(ns: str, memory_id: str) -> BaseResponse:
     target = url_for("pages.memory", ns=ns, memory_id=memory_id)
     done = {"confirm": "Confirmed.", "reject": "Rejected and archived.", "discuss": "Comment added.",
             "amend": "Amendment saved."}.get(action, "Done.")
+    if action == "reject" and not (text or "").strip():
+        # As a review's reject: archiving someone's memory needs a reason they can read.
+        flash("Say why it is wrong: rejecting archives the memory, and a reason is required.", "error")
+        return back(target)
 
     def call() -> None:
         result = service().feedback(ns, memory_id, action, actor=who.name, text=text, role=who.role)
@@ -368,80 +377,6 @@ def restore(ns: str, memory_id: str) -> BaseResponse:
     target = url_for("pages.memory", ns=ns, memory_id=memory_id)
     return act(f"Restored as of {commit[:10]}.", target,
                lambda: service().restore(ns, memory_id, commit, actor=who.name))
-
-
-# --- reviews --------------------------------------------------------------------------------------
-
-
-@bp.get("/ns/<ns>/reviews")
-def review_list(ns: str) -> str:
-    """List a namespace's reviews, optionally only those with ?status=."""
-    signed_in(ns)
-    state = request.args.get("status") or None
-    if state not in (None, *REVIEW_STATUSES):
-        state = None
-    service().require(ns)
-    return render_template("reviews.html", ns=ns, reviews=reviews().list(ns, status=state),
-                           status=state, states=REVIEW_STATUSES)
-
-
-@bp.get("/ns/<ns>/reviews/<number>")
-def review(ns: str, number: str) -> str:
-    """Show a review like a pull request: what changes, each commit's state, word diffs (?view=split for files)."""
-    who = signed_in(ns)
-    n = review_number(number)
-    service().require(ns)
-    commits = reviews().diff(ns, n)
-    return render_template("review.html", ns=ns, review=reviews().get(ns, n), commits=commits,
-                           summary=summarise(commits), can_review=who.allows(ns, "reviewer"),
-                           can_write=who.allows(ns, "writer"), split=request.args.get("view") == "split")
-
-
-@bp.post("/ns/<ns>/reviews/<number>")
-def review_action(ns: str, number: str) -> BaseResponse:
-    """Comment on (writer), approve, merge selected commits, reject or re-run (reviewer) from the review page.
-
-    Approve all carries the number of open commits the page showed: if that is not what
-    would merge now, nothing merges. Reject needs a reason.
-    """
-    n = review_number(number)
-    action = request.form.get("action", "")
-    target = url_for("pages.review", ns=ns, number=n)
-    if action == "comment":
-        who = signed_in(ns, "writer")
-        text = request.form.get("text", "")
-        return act("Comment added.", target, lambda: reviews().comment(ns, n, actor=who.name, text=text))
-    who = signed_in(ns, "reviewer")
-    if action == "approve":
-        expected = request.form.get("expected", "")
-        if not expected.isascii() or not expected.isdigit():
-            abort(400, "the form must say how many commits it showed (expected)")
-        def approve_all() -> None:
-            done = reviews().approve(ns, n, actor=who.name, expected=int(expected))
-            states = list(done.commit_states.values())
-            stale = states.count("stale")
-            flash(f"Merged {states.count('merged')} of {max(done.commit_count, len(states))} commits."
-                  + (f" {stale} no longer appl{'ies' if stale == 1 else 'y'}: see below." if stale else ""), "ok")
-
-        return act("", target, approve_all)
-    if action == "approve-selected":
-        chosen = request.form.getlist("commit")
-        if not chosen:
-            flash("Select the commits to merge first, or approve them all.", "error")
-            return back(target)
-        return act(f"Merged {len(chosen)} selected commit{'' if len(chosen) == 1 else 's'}.", target,
-                   lambda: reviews().approve(ns, n, actor=who.name, commits=chosen, expected=len(chosen)))
-    if action == "reject":
-        reason = request.form.get("reason", "")
-        return act("Rejected.", target, lambda: reviews().reject(ns, n, actor=who.name, reason=reason))
-    if action == "rerun":
-        def rerun() -> None:
-            reviews().check(ns, n, actor=who.name)  # a review main has overtaken stops blocking the run
-            sent = service().dispatch(ns, background=True)
-            flash(f"Consolidation queued (task {sent.task}); its review appears in the list when it is ready."
-                  if sent.task else "Consolidation ran again.", "ok")
-        return act("", target, rerun)
-    abort(400, f"unknown review action {action!r}")
 
 
 @bp.get("/static/<path:name>")

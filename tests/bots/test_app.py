@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlencode
 
+import httpx
 import pytest
 import yaml
 from click.testing import CliRunner, Result
@@ -199,3 +204,36 @@ def test_no_token_will_be_unused_warning(tmp_path: Path, monkeypatch: pytest.Mon
     create_bolt_app(MemoryService(settings))
     create_bolt_app(MemoryService(settings), socket_mode=True)
     assert "will be unused" not in caplog.text
+
+
+def test_gitmem_slack_http_serves_on_gunicorn(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITMEM_", "SLACK_"))}
+    with FakeSlack() as fake:
+        env.update(GITMEM_HOME=str(tmp_path / "home"), SLACK_BOT_TOKEN="xoxb-test-token",
+                   SLACK_SIGNING_SECRET=SECRET, GITMEM_SLACK_API_URL=fake.api_url)
+        proc = subprocess.Popen([sys.executable, "-m", "gitmem", "slack", "--http", str(port)], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            body = json.dumps({"type": "url_verification", "challenge": "c-123", "token": "unused"})
+            deadline = time.monotonic() + 90
+            while True:
+                stamp = str(int(time.time()))
+                signature = SignatureVerifier(SECRET).generate_signature(timestamp=stamp, body=body)
+                try:
+                    answer = httpx.post(f"http://127.0.0.1:{port}/slack/events", content=body, timeout=10, headers={
+                        "Content-Type": "application/json", "X-Slack-Request-Timestamp": stamp,
+                        "X-Slack-Signature": signature})
+                    break
+                except httpx.TransportError:
+                    assert proc.poll() is None and time.monotonic() < deadline, "gitmem slack --http never answered"
+                    time.sleep(0.3)
+            assert answer.status_code == 200 and answer.json() == {"challenge": "c-123"}
+            # The production server gitmem serve uses, not Flask's development server (Werkzeug).
+            assert answer.headers["server"].startswith("gunicorn"), answer.headers
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=60)
+    assert "development server" not in err

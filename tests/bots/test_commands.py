@@ -187,3 +187,14 @@ def test_recall_of_a_techchoice_shows_its_options(slack: Slack, svc: MemoryServi
     assert "• *pnpm*: :heavy_plus_sign: fast &lt;installs&gt;  :heavy_minus_sign: fewer users" in card
     assert "• *npm* _(active)_: :heavy_plus_sign: ships with node  :heavy_minus_sign: slow" in card
     assert "by bob: CI has only npm" in card
+
+
+def test_a_techchoice_card_shows_each_options_description_configuration_and_status(slack: Slack,
+                                                                                   svc: MemoryService) -> None:
+    options = [{"name": "React 18 + Vite", "description": "the team knows it", "config": "vite.config.ts"},
+               {"name": "Vue 3", "description": "quick to learn", "status": "candidate"}]
+    svc.remember("default", "Frontend framework", type="techchoice", options=options, active="React 18 + Vite")
+    slack.command("recall frontend framework")
+    card = slack.last("respond").blocks[1]["text"]["text"]
+    assert "• *React 18 + Vite* _(active)_: the team knows it  :gear: vite.config.ts" in card
+    assert "• *Vue 3*: quick to learn  _candidate_" in card

@@ -54,11 +54,21 @@ def run_consolidation(slack: Slack) -> Call:
     return posted[0]
 
 
+def reviewers_copy(slack: Slack) -> Call:
+    """The card the reviewer was sent for the last review: the one with decision buttons."""
+    return [c for c in slack.calls("chat.postMessage") if c.args["channel"] == REVIEWER][-1]
+
+
+def buttons(call: Call) -> dict[str, dict[str, object]]:
+    """A message's buttons by action id."""
+    return {e["action_id"]: e for b in call.blocks if b["type"] == "actions" for e in b["elements"]}
+
+
 def test_consolidate_shows_the_plan_and_changes_nothing(slack: Slack, svc: MemoryService, related: list[str]) -> None:
     head = slack.commits()[0].id
     slack.command("consolidate")
     plan = slack.last("respond")
-    assert "1 clusters of 3 memories" in plan.text
+    assert "1 cluster of 3 memories" in plan.text
     for text in RELATED:
         assert text in plan.text
     assert "gitmem_consolidate_run" in json.dumps(plan.blocks)
@@ -91,23 +101,29 @@ def test_running_posts_the_review_with_merges_and_buttons(slack: Slack, svc: Mem
     [merge] = [t for t in sections if t.startswith("*1.* consolidate: merge 3 into")]
     assert all(text in merge for text in RELATED[:2]) and "*→ becomes*" in merge
     assert "_offline rules" in merge  # the reason
-    [approve] = [e for b in message.blocks if b["type"] == "actions" for e in b["elements"]
-                 if e["action_id"] == "gitmem_review_approve"]
-    assert approve["text"]["text"] == "Approve all (1)"
+    # Everyone in the channel sees this card: it decides nothing. The reviewer's own copy does.
+    assert buttons(message) == {}  # no decision buttons, and no web address configured for View review
+    copy = reviewers_copy(slack)
+    assert copy.blocks[:-1] == message.blocks and RELATED[1] in json.dumps(copy.blocks)
+    approve = buttons(copy)["gitmem_review_approve"]
+    assert approve["text"]["text"] == "Approve all (1)"  # the card shows every open change
     assert approve["confirm"]["text"]["text"] == "This merges the 1 change listed in this message into main."
-    assert "gitmem_review_reject" in json.dumps(message.blocks)
-    assert "gitmem_review_view" not in json.dumps(message.blocks)  # no web address configured
-    result = slack.last("respond")
-    assert result.args["replace_original"] is True
+    [shown] = svc.reviews.diff("default", review.number)
+    assert json.loads(approve["value"]) == {"n": "default", "r": review.number, "i": [shown.id[:12]],
+                                            "v": review.version}
+    assert "gitmem_review_reject" in buttons(copy)
+    result = slack.last("respond")  # to alice, who ran it: she is no reviewer, so no buttons
+    assert result.args["replace_original"] is True and "gitmem_review_approve" not in json.dumps(result.blocks)
     assert f"review #{review.number}" in result.text
 
 
 def test_only_reviewers_may_approve(slack: Slack, svc: MemoryService, related: list[str]) -> None:
-    message = run_consolidation(slack)
+    run_consolidation(slack)
+    message = reviewers_copy(slack)
     head = slack.commits()[0].id
-    slack.press(message, "gitmem_review_approve", user=BOB)
+    slack.press(message, "gitmem_review_approve", user=BOB)  # a payload forged or forwarded: still refused
     refusal = slack.last("chat.postEphemeral")
-    assert refusal.args["user"] == BOB and refusal.args["channel"] == REVIEW_CHANNEL
+    assert refusal.args["user"] == BOB and refusal.args["channel"] == REVIEWER
     assert "Only reviewers can approve" in refusal.text and f"<@{REVIEWER}>" in refusal.text
     assert [r.status for r in svc.reviews.list("default")] == ["open"]
     assert slack.commits()[0].id == head
@@ -117,24 +133,25 @@ def test_only_reviewers_may_approve(slack: Slack, svc: MemoryService, related: l
 def test_approve_merges_and_updates_the_message_for_everyone(
         slack: Slack, svc: MemoryService, related: list[str], fsck: Callable[[str], None]) -> None:
     message = run_consolidation(slack)
-    slack.press(message, "gitmem_review_approve", user=REVIEWER)
+    copy = reviewers_copy(slack)
+    slack.press(copy, "gitmem_review_approve", user=REVIEWER)
     (review,) = svc.reviews.list("default")
     assert review.status == "merged" and review.decided_by == f"slack:{REVIEWER}"
     assert svc.status("default")["by_state"]["active"] == 1
     updates = slack.calls("chat.update")
-    assert len(updates) == (1 if installed() else 2)  # the review.closed event redraws it too
-    assert all(u.args["channel"] == REVIEW_CHANNEL for u in updates)
-    assert all(u.args["ts"] == message.response["ts"] for u in updates)
-    last = updates[-1]
-    assert f"Approved by <@{REVIEWER}>" in last.text
-    assert "gitmem_review_approve" not in json.dumps(last.blocks)
-    assert RELATED[1] in json.dumps(last.blocks)  # the merges stay visible
+    # The channel's card and the reviewer's copy each show the outcome, once.
+    assert sorted((u.args["channel"], u.args["ts"]) for u in updates) == sorted(
+        [(REVIEW_CHANNEL, message.response["ts"]), (REVIEWER, copy.response["ts"])])
+    for last in updates:
+        assert f"Approved by <@{REVIEWER}>" in last.text
+        assert "gitmem_review_approve" not in json.dumps(last.blocks)
+        assert RELATED[1] in json.dumps(last.blocks)  # the merges stay visible
     fsck("default")
 
 
 def test_only_reviewers_may_reject(slack: Slack, svc: MemoryService, related: list[str]) -> None:
-    message = run_consolidation(slack)
-    slack.press(message, "gitmem_review_reject", user=BOB)
+    run_consolidation(slack)
+    slack.press(reviewers_copy(slack), "gitmem_review_reject", user=BOB)
     assert "Only reviewers can reject" in slack.last("chat.postEphemeral").text
     assert not slack.calls("views.open")
     assert [r.status for r in svc.reviews.list("default")] == ["open"]
@@ -143,7 +160,7 @@ def test_only_reviewers_may_reject(slack: Slack, svc: MemoryService, related: li
 def test_reject_asks_why_and_closes_the_review(slack: Slack, svc: MemoryService, related: list[str]) -> None:
     message = run_consolidation(slack)
     head = slack.commits()[0].id
-    slack.press(message, "gitmem_review_reject", user=REVIEWER)
+    slack.press(reviewers_copy(slack), "gitmem_review_reject", user=REVIEWER)
     modal = slack.last("views.open")
     assert modal.view["callback_id"] == "gitmem_reject_review"
     assert slack.submit(modal, "", user=REVIEWER).get_json()["response_action"] == "errors"
@@ -152,36 +169,48 @@ def test_reject_asks_why_and_closes_the_review(slack: Slack, svc: MemoryService,
     (review,) = svc.reviews.list("default")
     assert review.status == "rejected" and review.decided_by == f"slack:{REVIEWER}"
     assert slack.commits()[0].id == head
-    last = slack.last("chat.update")
-    assert last.args["ts"] == message.response["ts"]
+    [last] = [u for u in slack.calls("chat.update") if u.args["ts"] == message.response["ts"]][-1:]
     assert f"Rejected by <@{REVIEWER}>: the region is not always needed" in last.text
 
 
 def test_a_rejection_modal_submitted_by_someone_else_is_refused(
         slack: Slack, svc: MemoryService, related: list[str]) -> None:
-    message = run_consolidation(slack)
-    slack.press(message, "gitmem_review_reject", user=REVIEWER)
+    run_consolidation(slack)
+    slack.press(reviewers_copy(slack), "gitmem_review_reject", user=REVIEWER)
     slack.submit(slack.last("views.open"), "not mine to reject", user=BOB)
     assert "Only reviewers can reject" in slack.last("chat.postEphemeral").text
     assert [r.status for r in svc.reviews.list("default")] == ["open"]
 
 
-def test_review_lists_open_reviews_and_approves_from_the_list(
+def test_review_lists_open_reviews_and_shows_a_card_to_decide_from(
         slack: Slack, svc: MemoryService, related: list[str]) -> None:
     message = run_consolidation(slack)
     slack.command("review", user=REVIEWER)
     listing = slack.last("respond")
-    assert "Open reviews in `default`" in listing.text and "#1" in listing.text
-    slack.press(listing, "gitmem_review_approve", user=REVIEWER, number=1)
+    assert "Open reviews in `default`" in listing.text and "#1" in listing.text and "1 change to decide" in listing.text
+    # A list shows no change, so nothing in it decides one.
+    assert set(buttons(listing)) == {"gitmem_review_show"}
+    slack.press(listing, "gitmem_review_show", user=REVIEWER, number=1)
+    card = slack.last("respond")
+    assert card.args["response_type"] == "ephemeral" and RELATED[1] in json.dumps(card.blocks)
+    assert buttons(card)["gitmem_review_approve"]["text"]["text"] == "Approve all (1)"
+    slack.press(card, "gitmem_review_approve", user=REVIEWER)
     assert svc.reviews.get("default", 1).status == "merged"
-    redraw = slack.last("respond")
-    assert redraw.args["replace_original"] is True and "No open reviews" in redraw.text
-    channel_update = slack.last("chat.update")
-    assert channel_update.args["ts"] == message.response["ts"] and "Approved by" in channel_update.text
+    channel_update = [u for u in slack.calls("chat.update") if u.args["ts"] == message.response["ts"]][-1]
+    assert "Approved by" in channel_update.text
+
+
+def test_who_may_not_decide_sees_no_decision_button(slack: Slack, svc: MemoryService, related: list[str]) -> None:
+    run_consolidation(slack)
+    slack.command("review", user=BOB)
+    listing = slack.last("respond")
+    assert "#1" in listing.text and buttons(listing) == {}
+    assert [c.args["channel"] for c in slack.calls("chat.postMessage")] == [REVIEW_CHANNEL, REVIEWER]
 
 
 def test_approving_a_decided_review_says_so(slack: Slack, svc: MemoryService, related: list[str]) -> None:
-    message = run_consolidation(slack)
+    run_consolidation(slack)
+    message = reviewers_copy(slack)
     slack.press(message, "gitmem_review_approve", user=REVIEWER)
     slack.press(message, "gitmem_review_approve", user=REVIEWER)
     assert "already merged" in slack.last("chat.postEphemeral").text
@@ -193,7 +222,8 @@ def test_a_proposed_amendment_can_be_approved_from_the_list(slack: Slack, svc: M
     slack.command(f"amend {memory_id} the wiki lives in Confluence", user=BOB)
     assert "review #1" in slack.last("respond").text
     slack.command("review", user=REVIEWER)
-    slack.press(slack.last("respond"), "gitmem_review_approve", user=REVIEWER, number=1)
+    slack.press(slack.last("respond"), "gitmem_review_show", user=REVIEWER, number=1)
+    slack.press(slack.last("respond"), "gitmem_review_approve", user=REVIEWER)
     assert svc.show("default", memory_id).text == "the wiki lives in Confluence"
 
 
@@ -225,7 +255,7 @@ def test_a_push_to_main_is_said_in_the_review_channel(fake_slack: FakeSlack, set
                         "before": "a" * 40, "after": "b" * 40, "summary": "rita pushed 2 commit(s) to main"})
     (posted,) = fake_slack.of("chat.postMessage")
     assert posted.args["channel"] == REVIEW_CHANNEL
-    assert posted.text == "rita &lt;b&gt; pushed 2 commit(s) to main in default (now bbbbbbbbbb)"
+    assert posted.text == "rita &lt;b&gt; pushed 2 commits to main in default (now bbbbbbbbbb)"
 
 
 def test_the_notifier_logs_slack_failures_instead_of_raising(
@@ -242,18 +272,18 @@ def test_approving_a_stale_review_explains_and_marks_the_message(
     message = run_consolidation(slack)
     svc.amend("default", related[0], text="the deploy script reads the token from the vault", actor="someone")
     head = slack.commits()[0].id
-    slack.press(message, "gitmem_review_approve", user=REVIEWER)
+    slack.press(reviewers_copy(slack), "gitmem_review_approve", user=REVIEWER)
     assert "is stale" in slack.last("chat.postEphemeral").text
     assert svc.reviews.get("default", 1).status == "stale"
     assert slack.commits()[0].id == head
-    update = slack.last("chat.update")
-    assert update.args["ts"] == message.response["ts"] and "Stale" in update.text
+    update = [u for u in slack.calls("chat.update") if u.args["ts"] == message.response["ts"]][-1]
+    assert "Stale" in update.text
 
 
 # --- cards that never approve what they do not show (issue 11) ---------------------------------------
 
 
-def test_a_card_of_100_changes_fits_block_kit_and_says_how_many_approve_merges(
+def test_a_card_of_100_changes_fits_block_kit_and_approves_only_the_ones_it_shows(
         slack: Slack, svc: MemoryService, fake_slack: FakeSlack) -> None:
     from gitmem import concepts
     from gitmem.repo import Change
@@ -267,30 +297,40 @@ def test_a_card_of_100_changes_fits_block_kit_and_says_how_many_approve_merges(
         changes.append(Change({memory.path: concepts.render(new)}, f"amend: {memory.title}", "amend", (memory.id,),
                               None, "sam", body="tighten"))
     number = svc.reviews.propose("default", changes, title="Latency budgets", author="sam", kind="amend").number
-    [card] = [c for c in fake_slack.of("chat.postMessage") if c.args["channel"] == REVIEW_CHANNEL]
-    blocks = card.blocks
-    assert len(blocks) <= 50
-    texts = [b["text"]["text"] for b in blocks if "text" in b] + [
-        e["text"] for b in blocks if b["type"] == "context" for e in b["elements"]]
-    assert texts and all(len(t) <= 3000 for t in texts)
+    [channel] = [c for c in fake_slack.of("chat.postMessage") if c.args["channel"] == REVIEW_CHANNEL]
+    card = reviewers_copy(slack)
+    for blocks in (channel.blocks, card.blocks):
+        assert len(blocks) <= 50
+        texts = [b["text"]["text"] for b in blocks if "text" in b] + [
+            e["text"] for b in blocks if b["type"] == "context" for e in b["elements"]]
+        assert texts and all(len(t) <= 3000 for t in texts)
     listed = [t for t in texts if re.match(r"^\*\d+\.\* amend:", t)]
     assert 10 <= len(listed) < 100
     assert any(f"and {100 - len(listed)} more changes" in t for t in texts)
-    [approve] = [e for b in blocks if b["type"] == "actions" for e in b["elements"]
-                 if e["action_id"] == "gitmem_review_approve"]
+    assert "Approve all" not in json.dumps(card.blocks)  # never a button for changes the card does not show
+    approve, reject = buttons(card)["gitmem_review_approve"], buttons(card)["gitmem_review_reject"]
+    assert approve["text"]["text"] == f"Approve the {len(listed)} shown"
+    assert reject["text"]["text"] == f"Reject the {len(listed)} shown…"
     confirm = approve["confirm"]["text"]["text"]
-    assert f"all 100 changes, of which this message shows {len(listed)}" in confirm
-    assert len(confirm) <= 300 and approve["text"]["text"] == "Approve all (100)"
-    # A change decided elsewhere first: the card's count no longer matches, so nothing merges.
-    first = svc.reviews.diff("default", number)[0]
-    svc.reviews.approve("default", number, actor="web-user", commits=[first.id])
+    assert f"the {len(listed)} changes listed in this message" in confirm
+    assert f"other {100 - len(listed)} stay open" in confirm
+    assert len(confirm) <= 300 and len(approve["value"]) <= 2000
+    commits = svc.reviews.diff("default", number)
+    assert json.loads(approve["value"])["i"] == [c.id[:12] for c in commits[:len(listed)]]
+    # A change decided elsewhere first: the card's review changed, so nothing merges from it.
+    svc.reviews.approve("default", number, actor="web-user", commits=[commits[0].id])
     head = slack.commits()[0].id
     slack.press(card, "gitmem_review_approve", user=REVIEWER)
-    assert "99 commit(s) to merge now, not the 100 you saw" in slack.last("chat.postEphemeral").text
+    assert "changed since you looked at it" in slack.last("chat.postEphemeral").text
     assert slack.commits()[0].id == head
-    # The partial approval redrew the card with what is left to decide and its new count.
+    # The partial approval redrew the card with what is left: the next ones shown, and only those approve.
     redrawn = [u for u in fake_slack.of("chat.update") if u.args["ts"] == card.response["ts"]][-1]
-    assert "Approve all (99)" in json.dumps(redrawn.blocks) and "merged 1 of 100 so far" in redrawn.text
+    assert f"Approve the {len(listed)} shown" in json.dumps(redrawn.blocks)
+    assert "merged 1 of 100 so far" in redrawn.text
+    slack.press(redrawn, "gitmem_review_approve", user=REVIEWER)
+    review = svc.reviews.get("default", number)
+    assert review.merged_count == 1 + len(listed) and review.status == "open"
+    assert {c.id for c in commits[1:len(listed) + 1]} <= {c for c, s in review.commit_states.items() if s == "merged"}
 
 
 def test_a_card_links_to_the_review_page_when_the_web_address_is_known(

@@ -1,6 +1,6 @@
 """The LLM port's contract: what consolidation may rely on from every :class:`gitmem.llm.LLM`.
 
-Consolidation (``gitmem/consolidate.py``) writes what the port answers without checking it again:
+Consolidation (``gitmem/consolidate/``) writes what the port answers without checking it again:
 a merged text becomes a new memory, an update's text replaces a memory's text, a verdict archives,
 promotes or discards, and every reason goes into a commit message and a review. So every
 implementation guarantees, for members that are valid memories (consolidation sends 2 to 8 of

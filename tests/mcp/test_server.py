@@ -344,3 +344,23 @@ def test_a_techchoice_through_the_tools(mcp: Run, service: MemoryService) -> Non
     assert hit["memory"]["active"] == "npm"
     assert "| npm (active) | ships with node | slow |" in hit["options_table"]
     assert [i.action for i in service.log("default", limit=2)] == ["choose", "remember"]
+
+
+def test_a_techchoice_of_described_options_through_the_tools(mcp: Run) -> None:
+    options = [{"name": "React 18 + Vite", "description": "the team knows it", "config": "vite.config.ts"},
+               {"name": "Vue 3", "description": "quick to learn", "status": "candidate"}]
+
+    async def steps(client: Client) -> dict[str, Any]:
+        made = data(await client.call_tool("remember", {"text": "Frontend framework", "type": "techchoice",
+                                                        "options": options, "active": "React 18 + Vite"}))
+        chosen = data(await client.call_tool("choose", {"memory_id": made["memory"]["id"], "option": "Svelte",
+                                                        "description": "compiles away", "reason": "small bundles"}))
+        recalled = data(await client.call_tool("recall", {"query": "frontend framework"}))
+        return {"made": made, "chosen": chosen, "recalled": recalled}
+
+    got = mcp(steps)
+    assert got["made"]["memory"]["options"][1]["status"] == "candidate"
+    assert got["chosen"]["memory"]["active"] == "Svelte"
+    table = got["recalled"]["items"][0]["options_table"]
+    assert "| React 18 + Vite | the team knows it | vite.config.ts | - |" in table
+    assert "| Svelte (active) | compiles away | - | - |" in table

@@ -332,3 +332,9 @@ def test_bad_techchoice_options_are_400(client: Client, keys: Keys, svc: MemoryS
     response = client.post(f"{API}/memories", headers=keys.auth("writer"), json={**TECH, "options": options})
     assert response.status_code == 400 and response.json["error"]["message"]
     assert head(svc) == before
+
+
+def test_a_role_too_weak_is_named_with_its_article(client: Client, keys: Keys) -> None:
+    refused = client.post("/api/v1/namespaces", headers=keys.auth("writer"), json={"name": "ops"})
+    assert refused.status_code == 403
+    assert "it needs an admin key for that namespace" in refused.json["error"]["message"]

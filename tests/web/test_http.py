@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from gitmem.repo import KeyStore
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 from gitmem.web.auth import sign
@@ -51,7 +52,8 @@ def signed(body: dict[str, object], at: int | None = None) -> tuple[bytes, dict[
 
 def test_remember_recall_and_get(http: httpx.Client, keys: Keys, svc: MemoryService,
                                  fsck: Callable[[str], None]) -> None:
-    made = http.post(f"{API}/memories", headers=auth(keys.writer),
+    agent = KeyStore(svc.settings.home).create("default", "writer", name="writer", kind="agent")[0]
+    made = http.post(f"{API}/memories", headers=auth(agent),
                      json={"text": "Run the tests with `pytest -x`", "type": "convention", "paths": ["tests/"]})
     assert made.status_code == 201 and made.headers["Content-Type"] == "application/json"
     memory = made.json()["memory"]
@@ -69,10 +71,10 @@ def test_remember_recall_and_get(http: httpx.Client, keys: Keys, svc: MemoryServ
     assert svc.status("default")["pending_uses"] == 1, "the dry recall recorded no use"
 
     # An agent's near-duplicate merges into what is there; the same text reinforces it.
-    merged = http.post(f"{API}/memories", headers=auth(keys.writer),
+    merged = http.post(f"{API}/memories", headers=auth(agent),
                        json={"text": "Run the tests with `pytest -x` always", "paths": ["src/"]})
     assert merged.status_code == 200 and merged.json()["outcome"] == "merged"
-    again = http.post(f"{API}/memories", headers=auth(keys.writer), json={"text": "run the tests with pytest -x"})
+    again = http.post(f"{API}/memories", headers=auth(agent), json={"text": "run the tests with pytest -x"})
     assert again.status_code == 200 and again.json()["outcome"] == "reinforced"
     assert svc.show("default", memory["id"]).paths == ("tests/", "src/")
     fsck("default")

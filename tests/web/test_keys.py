@@ -68,6 +68,7 @@ def runner(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> CliRunner:
 
 
 def test_key_commands(runner: CliRunner, settings: Settings) -> None:
+    assert runner.invoke(main, ["init"]).exit_code == 0
     made = runner.invoke(main, ["key", "create", "--namespace", "default", "--role", "reviewer",
                                 "--name", "dana"])
     assert made.exit_code == 0, made.output
@@ -78,6 +79,7 @@ def test_key_commands(runner: CliRunner, settings: Settings) -> None:
     listed = runner.invoke(main, ["key", "list", "--json"])
     [entry] = json.loads(listed.stdout)
     assert entry["name"] == "dana" and entry["role"] == "reviewer" and "digest" not in entry
+    assert entry["kind"] == "person"  # a key is a person's unless made with --kind agent
     assert secret not in listed.stdout
 
     revoked = runner.invoke(main, ["key", "revoke", entry["id"]])
@@ -90,3 +92,48 @@ def test_key_create_refuses_unknown_roles(runner: CliRunner, settings: Settings)
     result = runner.invoke(main, ["key", "create", "--role", "owner"])
     assert result.exit_code == 2
     assert not Path(settings.home / "keys.json").exists()
+
+
+def test_a_key_for_a_namespace_that_does_not_exist_is_refused(runner: CliRunner, settings: Settings) -> None:
+    assert runner.invoke(main, ["init"]).exit_code == 0
+    typo = runner.invoke(main, ["key", "create", "-n", "defualt", "--role", "writer"])
+    assert typo.exit_code == 3
+    assert "namespace 'defualt' does not exist (there are: default)" in typo.stderr
+    assert "`gitmem init --namespace defualt`" in typo.stderr and "--create" in typo.stderr
+    assert KeyStore(settings.home).list() == [] and not (settings.repos_dir / "defualt.git").exists()
+    made = runner.invoke(main, ["key", "create", "-n", "ops", "--create", "--role", "writer", "--json"])
+    assert made.exit_code == 0, made.output
+    assert json.loads(made.stdout)["namespace"] == "ops" and (settings.repos_dir / "ops.git" / "HEAD").exists()
+    every = runner.invoke(main, ["key", "create", "-n", "*", "--role", "admin"])  # '*' names no repository
+    assert every.exit_code == 0, every.output
+
+
+def test_a_key_has_a_kind_and_writes_as_it(runner: CliRunner, settings: Settings, client: Client) -> None:
+    made = runner.invoke(main, ["key", "create", "--role", "writer", "--name", "ci-claude", "--kind", "agent",
+                                "--json"])
+    assert made.exit_code == 0, made.output
+    agent = json.loads(made.stdout)
+    assert agent["kind"] == "agent"
+    assert "(bot, an agent)" in runner.invoke(main, ["key", "create", "--role", "reader", "--name", "bot",
+                                                    "--kind", "agent"]).stderr
+    person = json.loads(runner.invoke(main, ["key", "create", "--role", "writer", "--name", "ana", "--json"]).stdout)
+    assert person["kind"] == "person"
+    assert runner.invoke(main, ["key", "create", "--role", "writer", "--kind", "robot"]).exit_code == 2
+    # A key stored before kinds existed is a person's.
+    keys = json.loads((settings.home / "keys.json").read_text())
+    old = next(k for k in keys if k["id"] == person["id"])
+    del old["kind"]
+    (settings.home / "keys.json").write_text(json.dumps(keys))
+    assert KeyStore(settings.home).get(person["id"]).kind == "person"  # type: ignore[union-attr]
+
+    url = "/api/v1/namespaces/default/memories"
+    said = client.post(url, headers={"Authorization": f"Bearer {person['key']}"},
+                       json={"text": "Deploys happen on Tuesdays only"})
+    told = client.post(url, headers={"Authorization": f"Bearer {agent['key']}"},
+                       json={"text": "Releases are tagged vYYYY.MM.DD"})
+    named = client.post(url, headers={"Authorization": f"Bearer {person['key']}"},
+                        json={"text": "The CI image has node 22", "source": "agent"})
+    assert said.status_code == told.status_code == named.status_code == 201
+    assert said.json["memory"]["source"] == "user"  # a person's statement, never merged into another
+    assert told.json["memory"]["source"] == "agent"
+    assert named.json["memory"]["source"] == "agent"  # a source named in the request stands

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 import time
@@ -12,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from gitmem import notify
-from gitmem.service import MemoryService
+from gitmem.errors import Conflict
+from gitmem.service import MemoryService, summarise
 from gitmem.settings import Settings
 
-from .conftest import Keys
+from .conftest import Client, Keys
 from .test_git import git, with_key
+from .test_pages import signed_in
 
 OKF = "---\ntype: {type}\n---\n\n{text}\n"
 
@@ -27,14 +30,15 @@ def fsck(svc: MemoryService) -> None:
     assert checked.returncode == 0, checked.stderr
 
 
-def state(svc: MemoryService) -> tuple[dict[str, str], list[str]]:
-    """Every ref of the repository and every object file in it: what a refused push must leave alone."""
+def state(svc: MemoryService) -> tuple[str, str, list[str]]:
+    """What a refused push must leave alone: `git for-each-ref`, `git count-objects -v`, every object file."""
     repo = svc.settings.repos_dir / "default.git"
-    listed = subprocess.run(["git", "for-each-ref", "--format=%(refname) %(objectname)"], cwd=repo,
-                            capture_output=True, text=True, check=True).stdout.split("\n")
-    refs = dict(line.split(" ") for line in listed if line)
+
+    def run(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout
+
     objects = sorted(str(p.relative_to(repo)) for p in (repo / "objects").rglob("*") if p.is_file())
-    return refs, objects
+    return run("for-each-ref"), run("count-objects", "-v"), objects
 
 
 def clone(live_server: str, key: str, where: Path) -> Path:
@@ -79,7 +83,7 @@ def test_push_to_refs_for_main_opens_a_review_that_approving_merges(
            "Indent with spaces")
     pushed = push(keys.writer, work, "HEAD:refs/for/main")
     assert pushed.returncode == 0, pushed.stderr
-    assert "remote: review #1 opened with 1 commit(s): http://127.0.0.1" in pushed.stderr
+    assert "remote: review #1 opened with 1 commit: http://127.0.0.1" in pushed.stderr
     assert f"{live_server}/ns/default/reviews/1" in pushed.stderr
     assert svc.head("default") == before  # nothing reached main
     review = svc.reviews.get("default", 1)
@@ -97,8 +101,11 @@ def test_push_to_refs_for_main_opens_a_review_that_approving_merges(
     assert completed.path == "convention/tabs.md" and len(completed.id) == 10  # completed on merge
     assert completed.author == "writer" and completed.source == "import"
     assert svc.recall("default", "indent python")[0].memory.id == completed.id
-    text = (svc.settings.repos_dir / "default.git").exists() and svc.show("default", completed.id)
-    assert text
+    shown_now = svc.show("default", completed.id)
+    assert (shown_now.text, shown_now.type, shown_now.author) == ("Indent Python with four spaces", "convention",
+                                                                 "writer")
+    on_main = git("-C", str(svc.settings.repos_dir / "default.git"), "show", "main:convention/tabs.md").stdout
+    assert f"id: {completed.id}\n" in on_main  # the completion wrote the id into the file itself
     fsck(svc)
 
 
@@ -158,8 +165,8 @@ def test_a_readers_push_is_refused(live_server: str, keys: Keys, svc: MemoryServ
     assert state(svc) == before
 
 
-def test_a_non_fast_forward_push_to_main_is_refused(live_server: str, keys: Keys, svc: MemoryService,
-                                                    remember: Callable[..., str], tmp_path: Path) -> None:
+def test_a_push_to_main_after_main_moved_is_refused_as_moved(live_server: str, keys: Keys, svc: MemoryService,
+                                                              remember: Callable[..., str], tmp_path: Path) -> None:
     work = clone(live_server, keys.admin, tmp_path / "w")
     remember("Deploys happen on Tuesdays", type="convention")  # main moves on the server
     commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")})
@@ -168,8 +175,35 @@ def test_a_non_fast_forward_push_to_main_is_refused(live_server: str, keys: Keys
     assert pushed.returncode != 0 and "rejected" in pushed.stderr  # git itself sees it is behind
     forced = push(keys.admin, work, "+HEAD:main")
     assert forced.returncode != 0
-    assert "main moved since you fetched it" in forced.stderr or "forward" in forced.stderr
+    server = svc.head("default")
+    assert (f"remote: refused refs/heads/main: main is at {server[:10]}, which your commit does not build on"
+            in forced.stderr), forced.stderr
+    assert "only moves forward" not in forced.stderr
     assert state(svc) == before
+
+
+@pytest.mark.parametrize("how", ["rewind", "diverge"])
+def test_a_rewind_of_main_while_main_is_still_is_refused_as_not_forward(
+        live_server: str, keys: Keys, svc: MemoryService, remember: Callable[..., str], tmp_path: Path,
+        how: str) -> None:
+    remember("Deploys happen on Tuesdays", type="convention")
+    remember("Releases are tagged vX.Y.Z", type="convention")
+    work = clone(live_server, keys.admin, tmp_path / "w")  # main has not moved since
+    assert git("reset", "-q", "--hard", "HEAD~1", cwd=work).returncode == 0
+    older = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    if how == "diverge":
+        commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")})
+    before = state(svc)
+    forced = push(keys.admin, work, "+HEAD:main")
+    assert forced.returncode != 0
+    if how == "rewind":
+        said = f"remote: refused refs/heads/main: main only moves forward: your push would take it back to {older[:10]}"
+    else:
+        said = f"remote: refused refs/heads/main: main is at {svc.head('default')[:10]}, which your commit does not"
+    assert said in forced.stderr, forced.stderr
+    assert "moved since you fetched it" not in forced.stderr
+    assert state(svc) == before
+    assert [m.text for m in svc.list("default")] and len(svc.list("default")) == 2
 
 
 BAD = [
@@ -258,7 +292,7 @@ def test_only_its_author_updates_a_review_branch(live_server: str, keys: Keys, s
     assert push(keys.writer, work, "HEAD:refs/heads/review/db").returncode == 0
     commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 17")}, "Version 17")
     updated = push(keys.writer, work, "HEAD:refs/heads/review/db")
-    assert updated.returncode == 0 and "review #1 updated with 2 commit(s)" in updated.stderr, updated.stderr
+    assert updated.returncode == 0 and "review #1 updated with 2 commits" in updated.stderr, updated.stderr
     assert svc.reviews.get("default", 1).commit_count == 2
 
     other = clone(live_server, keys.admin, tmp_path / "o")  # an admin may; another writer may not
@@ -291,7 +325,10 @@ def test_a_reviewers_push_racing_with_api_writes_loses_nothing(live_server: str,
     writer.start()
     pushed = push(keys.reviewer, work, "HEAD:main")
     while pushed.returncode != 0:  # main moved under the push: nothing of it landed; rebase and push again
-        assert "moved since you fetched it" in pushed.stderr or "fetch first" in pushed.stderr, pushed.stderr
+        # git sees it is behind ("fetch first"); or main moved after git read it: during the checks
+        # ("moved since you fetched it") or between the advertisement and the push ("does not build on").
+        assert any(said in pushed.stderr for said in ("fetch first", "moved since you fetched it",
+                                                      "which your commit does not build on")), pushed.stderr
         assert "Pushed straight to main" not in {m.text for m in svc.list("default", limit=100)}
         assert git(*with_key(keys.reviewer), "pull", "-q", "--rebase", cwd=work).returncode == 0
         pushed = push(keys.reviewer, work, "HEAD:main")
@@ -348,3 +385,65 @@ def test_a_quarantine_left_by_a_dead_push_is_cleared(live_server: str, keys: Key
     commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")})
     assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
     assert not left.exists() and not list(objects.glob("incoming-*"))
+
+
+def test_stacked_pushes_to_refs_for_main_each_open_a_review_of_their_own_commits(
+        live_server: str, keys: Keys, svc: MemoryService, tmp_path: Path) -> None:
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")}, "Database")
+    first = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    commit(work, {"fact/cache.md": OKF.format(type="fact", text="The cache is Redis 7")}, "Cache")
+    second = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    stacked = push(keys.writer, work, "HEAD:refs/for/main")
+    assert stacked.returncode == 0, stacked.stderr
+    assert "remote: review #2 opened with 1 commit" in stacked.stderr, stacked.stderr
+    assert "it holds only the commits after review #1 (still open, 1 commit); approve #1 first" in stacked.stderr
+    one, two = svc.reviews.get("default", 1), svc.reviews.get("default", 2)
+    assert [str(c.id) for c in svc.reviews.commits("default", one)] == [first]
+    assert [str(c.id) for c in svc.reviews.commits("default", two)] == [second]
+    assert (two.base, two.commit_count, two.title) == (first, 1, "Cache")
+    assert "come after those of review #1" in two.description
+
+
+def test_a_push_that_adds_one_memory_and_edits_another_says_so_and_links_only_real_pages(
+        live_server: str, keys: Keys, svc: MemoryService, remember: Callable[..., str], client: Client,
+        tmp_path: Path) -> None:
+    memory_id = remember("Deploys happen on Tuesdays", type="convention")
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    (path,) = [p for p in (work / "convention").iterdir()]
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16"),
+                  f"convention/{path.name}": path.read_text().replace("Tuesdays", "Wednesdays")},
+           "Database, and deploys move")
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    shown = svc.reviews.diff("default", 1)
+    assert summarise(shown) == "edited 1; added 1"
+    by_change = {m.change: m for m in shown[0].memories}
+    assert by_change["changed"].id == memory_id and by_change["changed"].assigned
+    assert not by_change["added"].assigned  # a plain file: its id comes with the merge
+    signed_in(client, keys.reader)
+    page = client.get("/ns/default/reviews/1").get_data(as_text=True)
+    assert "edited 1; added 1" in page
+    assert f"/ns/default/memories/{memory_id}" in page
+    assert f"/ns/default/memories/{by_change['added'].id}" not in page  # it would 404 until merged
+    assert "no id yet: it gets one when merged" in page
+    for link in re.findall(r'href="(/ns/default/memories/[0-9a-f]{10})"', page):
+        assert client.get(link).status_code == 200, link
+
+
+def test_a_stacked_review_waits_for_the_one_it_builds_on(live_server: str, keys: Keys, svc: MemoryService,
+                                                         tmp_path: Path) -> None:
+    work = clone(live_server, keys.writer, tmp_path / "w")
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 16")}, "Database")
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    commit(work, {"fact/db.md": OKF.format(type="fact", text="The database is PostgreSQL 17")}, "Upgrade")
+    assert push(keys.writer, work, "HEAD:refs/for/main").returncode == 0
+    head = svc.head("default")
+    with pytest.raises(Conflict, match=r"review #2 holds the commits that come after those of review #1, which is "
+                                       r"still open: approve \(or reject\) #1 first"):
+        svc.reviews.approve("default", 2, actor="reviewer")
+    assert svc.head("default") == head
+    svc.reviews.approve("default", 1, actor="reviewer")
+    svc.reviews.approve("default", 2, actor="reviewer")
+    assert [m.text for m in svc.list("default")] == ["The database is PostgreSQL 17"]
+    fsck(svc)

@@ -115,3 +115,27 @@ def test_the_api_shows_per_commit_state_and_refuses_to_merge_more_than_seen(
     done = client.post(f"{API}/reviews/{number}/approve", headers=auth, json={"expected": 1})
     assert done.status_code == 200 and done.json["commit_states"] == {commit["id"]: "merged"}
     assert svc.show("default", mid).text == "Lint with ruff"
+
+
+def test_decisions_carry_the_version_seen_and_reject_may_name_commits(client: Client, keys: Keys,
+                                                                     svc: MemoryService,
+                                                                     remember: Callable[..., str]) -> None:
+    first, second = remember("Lint with flake8"), remember("Format with black")
+    numbers = [propose(svc, first, "Lint with ruff"), propose(svc, second, "Format with ruff format")]
+    shown = client.get(f"{API}/reviews/{numbers[0]}", headers=keys.auth("reader")).json
+    version = shown["version"]
+    assert len(version) == 12 and shown["label"] == "open"
+    [commit] = shown["commits"]
+    assert commit["kind"] == "edit" and commit["lost_words"] == []
+    stale = client.post(f"{API}/reviews/{numbers[0]}/reject", headers=keys.auth("reviewer"),
+                        json={"commits": [commit["id"]], "version": "0" * 12})
+    assert stale.status_code == 409 and "changed since you looked at it" in stale.json["error"]["message"]
+    done = client.post(f"{API}/reviews/{numbers[0]}/reject", headers=keys.auth("reviewer"),
+                       json={"commits": [commit["id"]], "version": version})  # one commit: no reason needed
+    assert done.status_code == 200 and done.json["status"] == "rejected"
+    assert svc.show("default", first).text == "Lint with flake8"
+    many = client.post(f"{API}/reviews/{numbers[1]}/reject", headers=keys.auth("reviewer"), json={})
+    assert many.status_code == 400 and "a reason is required" in many.json["error"]["message"]
+    approved = client.post(f"{API}/reviews/{numbers[1]}/approve", headers=keys.auth("reviewer"),
+                           json={"version": svc.reviews.get("default", numbers[1]).version, "expected": 1})
+    assert approved.status_code == 200 and approved.json["label"] == "merged"

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -260,7 +261,7 @@ def test_a_push_to_a_served_namespace_opens_a_review_and_reaches_its_mirror(
     pushed = subprocess.run(["git", *auth, "push", "origin", "HEAD:refs/for/main"], cwd=work, env=env,
                             capture_output=True, text=True, timeout=120)
     assert pushed.returncode == 0, pushed.stderr
-    assert f"remote: review #1 opened with 1 commit(s): {url}/ns/default/reviews/1" in pushed.stderr
+    assert f"remote: review #1 opened with 1 commit: {url}/ns/default/reviews/1" in pushed.stderr
     deadline = time.monotonic() + STARTUP_LIMIT
     while "review/push-agent-" not in subprocess.run(["git", "branch"], cwd=bare, capture_output=True,
                                                        text=True).stdout:
@@ -269,3 +270,38 @@ def test_a_push_to_a_served_namespace_opens_a_review_and_reaches_its_mirror(
     while httpx.get(f"{url}/healthz", timeout=30).json()["mirrors"]["mirrors"]["default/backup"]["ok"] is not True:
         assert time.monotonic() < deadline, "the mirror's push never showed in /healthz"
         time.sleep(0.3)
+
+
+def test_two_servers_under_one_home_each_keep_their_own_control_socket() -> None:
+    # gunicorn's control socket was ~/.gunicorn/gunicorn.ctl for every server under one HOME: the
+    # second took the path over, and stopping either deleted the other's socket.
+    home = Path(tempfile.mkdtemp(prefix="gm"))  # short: a Unix socket's path has at most 108 bytes
+    try:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("GITMEM_", "SLACK_")) and k != "XDG_RUNTIME_DIR"}
+        env.update(HOME=str(home), GITMEM_HOME=str(home / "gitmem"))
+        MemoryService(Settings(home=home / "gitmem")).init("default")
+        ports = [free_port(), free_port()]
+        procs = [subprocess.Popen([sys.executable, "-m", "gitmem", "serve", "--port", str(port), "--workers", "1",
+                                   "--no-worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for port in ports]
+        try:
+            for port in ports:
+                wait_for(f"http://127.0.0.1:{port}", "repository")
+            sockets = [home / ".gunicorn" / f"gitmem-127.0.0.1-{port}.ctl" for port in ports]
+            deadline = time.monotonic() + STARTUP_LIMIT
+            while not all(s.exists() for s in sockets):
+                assert time.monotonic() < deadline, sorted(map(str, (home / ".gunicorn").glob("*")))
+                time.sleep(0.2)
+            procs[0].send_signal(signal.SIGTERM)
+            assert procs[0].wait(timeout=60) == 0
+            assert not sockets[0].exists() and sockets[1].exists()
+            with socket.socket(socket.AF_UNIX) as control:  # the other server's still answers
+                control.connect(str(sockets[1]))
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.send_signal(signal.SIGTERM)
+                    proc.wait(timeout=60)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

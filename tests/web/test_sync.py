@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from gitmem.service import MemoryService
@@ -52,7 +55,7 @@ def test_sync_of_a_hand_edited_okf_folder_opens_a_review_and_follows_it(
     done = sync(live_server, keys.writer, folder, home=tmp_path / "h")
     assert done.returncode == 0, done.stderr
     assert "left out (not a memory file): index.md" in done.stdout
-    assert "server: review #1 opened with 1 commit(s)" in done.stdout
+    assert "server: review #1 opened with 1 commit" in done.stdout
     assert svc.head("default") == before  # a writer's edits wait for review
     assert (folder / "README.md").is_file()  # the folder is a whole clone now
 
@@ -126,3 +129,56 @@ def test_sync_without_a_server_says_how_to_name_one(tmp_path: Path) -> None:
     done = sync("", "k", folder, home=tmp_path / "h", url=False)
     assert done.returncode == 2 and "--url" in done.stderr
     assert not (folder / ".git").exists()
+
+
+class Trap(http.server.BaseHTTPRequestHandler):
+    """A server that answers every request 404 and keeps each Authorization header it was sent."""
+
+    seen: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        Trap.seen.append(self.headers.get("Authorization", ""))
+        self.send_response(404)
+        self.end_headers()
+
+    do_POST = do_GET  # noqa: N815
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
+        pass
+
+
+def test_sync_url_on_a_clone_talks_to_that_server_and_sends_the_key_nowhere_else(
+        live_server: str, keys: Keys, svc: MemoryService, tmp_path: Path) -> None:
+    folder = okf_folder(tmp_path)
+    assert sync(live_server, keys.reviewer, folder, home=tmp_path / "h").returncode == 0
+    trap = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Trap)
+    threading.Thread(target=trap.serve_forever, daemon=True).start()
+    Trap.seen = []
+    try:
+        elsewhere = f"http://127.0.0.1:{trap.server_port}/git/default.git"
+        assert git("remote", "set-url", "origin", elsewhere, cwd=folder).returncode == 0  # a mirror, say
+        (folder / "fact" / "queue.md").write_text(OKF.format(type="fact", text="The queue is RabbitMQ"))
+        done = sync(live_server, keys.reviewer, folder, "--url", f"{live_server}/git/default.git",
+                    home=tmp_path / "h", url=False)
+        assert done.returncode == 0, done.stderr
+        assert "The queue is RabbitMQ" in {m.text for m in svc.list("default")}
+        assert Trap.seen == []  # origin was never asked, so never given the key
+        assert git("remote", "get-url", "origin", cwd=folder).stdout.strip() == elsewhere  # left alone
+        # Without --url the clone's origin is the server: the trap sees the sync (so it could have above).
+        (folder / "fact" / "queue.md").write_text(OKF.format(type="fact", text="The queue is Kafka"))
+        failed = sync(live_server, keys.reviewer, folder, home=tmp_path / "h", url=False)
+        assert failed.returncode != 0 and Trap.seen
+    finally:
+        trap.shutdown()
+        trap.server_close()
+
+
+def test_the_first_sync_leaves_out_only_the_folders_own_strays(
+        live_server: str, keys: Keys, svc: MemoryService, remember: Callable[..., str], tmp_path: Path) -> None:
+    memory_id = remember("Deploys happen on Tuesdays", type="convention")
+    svc.feedback("default", memory_id, "discuss", actor="bob", text="Also on Thursdays?")
+    folder = okf_folder(tmp_path)
+    done = sync(live_server, keys.writer, folder, "--json", home=tmp_path / "h")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["left_out"] == ["index.md"]
+    assert (folder / ".gitmem" / "discussions" / f"{memory_id}.jsonl").is_file()  # the server's, now here

@@ -84,6 +84,16 @@ def test_reject_archives_with_the_reason(hclient: Client, hsvc: MemoryService, m
     assert trailers(hsvc)["Actor"] == ["ci-bot"]
 
 
+@pytest.mark.parametrize("text", [None, "", "   "])
+def test_reject_without_a_reason_is_400_and_changes_nothing(hclient: Client, hsvc: MemoryService, mid: str,
+                                                             writer: dict[str, str], text: str | None) -> None:
+    before = hsvc.status("default")["head"]
+    body = {"memory_id": mid, "action": "reject"} | ({} if text is None else {"text": text})
+    response = hclient.post(URL, headers=writer, json=body)
+    assert response.status_code == 400 and "reason is required" in response.json["error"]["message"]
+    assert hsvc.status("default")["head"] == before and hsvc.show("default", mid).state == "active"
+
+
 def test_discuss_adds_to_the_thread_and_leaves_the_memory(hclient: Client, hsvc: MemoryService,
                                                           mid: str, writer: dict[str, str]) -> None:
     before = hsvc.show("default", mid)

@@ -65,19 +65,23 @@
       color: typeColor(n.type),
       type: n.state === "archived" ? "dashed" : "circle",
       memoryType: n.type,
+      topic: n.topic,
       x: 0, y: 0,
     });
   });
+  // History has a direction: a supersede points from the newer memory, a merge from what it made.
+  var DIRECTED = { supersedes: true, merged: true };
   data.edges.forEach(function (e) {
     var kind = e.kinds[0];
     var attrs = { kinds: e.kinds, color: KIND_COLORS[kind], size: (kind === "similar" ? 0.6 : 1.1) * Math.max(0.7, scale),
-                  type: kind === "supersedes" ? "arrow" : "line" };
-    if (kind === "supersedes") graph.addDirectedEdge(e.source, e.target, attrs);
+                  type: DIRECTED[kind] ? "arrow" : "line" };
+    if (DIRECTED[kind]) graph.addDirectedEdge(e.source, e.target, attrs);
     else graph.addUndirectedEdge(e.source, e.target, attrs);
   });
 
-  // Start from circles packed by type, then let ForceAtlas2 pull linked memories together.
-  L.circlepack.assign(graph, { hierarchyAttributes: ["memoryType"], scale: 100 });
+  // Start from circles packed by topic (memories tied by meaning and links), not by type, then
+  // let ForceAtlas2 pull linked memories together.
+  L.circlepack.assign(graph, { hierarchyAttributes: ["topic"], scale: 100 });
 
   // --- state: filters, hover, search ---------------------------------------------------------------
 
