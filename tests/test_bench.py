@@ -57,8 +57,7 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
-                                  "bench_mcp", "bench_push", "bench_graph", "bench_lexicon"])
-                                  "bench_mcp", "bench_push", "bench_graph", "bench_cli"])
+                                  "bench_mcp", "bench_push", "bench_graph", "bench_lexicon", "bench_cli"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -139,6 +138,8 @@ def test_bench_lexicon_refuses_data_without_its_rule_files(data: Path, capsys: p
         script("bench_lexicon").main(["--data", str(data)])
     assert exited.value.code == 2
     assert "holds none of the rule files" in capsys.readouterr().err
+
+
 def test_bench_secretscan_counts_the_formats_and_the_false_alarms(data: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     figures = script("bench_secretscan").main(["--data", str(data), "--rounds", "1", "--json"])
@@ -146,6 +147,8 @@ def test_bench_secretscan_counts_the_formats_and_the_false_alarms(data: Path,
     assert figures["statements"] == 200 and figures["false_alarms"] == 0 and figures["missed"] == []
     with pytest.raises(SystemExit):
         script("bench_secretscan").main(["--data", str(data), "--rounds", "0"])
+
+
 def test_bench_cli_times_each_row_against_python(data: Path, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cli.json"
