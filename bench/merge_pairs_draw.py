@@ -109,15 +109,16 @@ def nearest(texts: list[str], taken: set[tuple[str, str]], count: int) -> list[t
 
 def duplicates(records: list[dict[str, str]], taken: set[tuple[str, str]], count: int,
                rng: random.Random) -> list[tuple[str, str, str]]:
-    """``count`` near-identical pairs from different rule files of the whole data set."""
+    """``count`` near-identical pairs from different rule files of the whole data set (records without a file: none)."""
     sets = [token_set(r["text"]) for r in records]
     found = [(score, i, j) for score, i, j in clustering.similar_pairs(sets, DUPLICATE_DICE)
-             if records[i]["source"] != records[j]["source"]
+             if records[i].get("source") is not None and records[j].get("source") is not None
+             and records[i]["source"] != records[j]["source"]
              and key(records[i]["text"], records[j]["text"]) not in taken]
     found.sort(key=lambda p: (p[1], p[2]))
     chosen = rng.sample(found, min(count, len(found)))
-    return [(records[i]["text"], records[j]["text"], f"word dice {score:.2f}, {records[i]['source']} / "
-             f"{records[j]['source']}") for score, i, j in chosen]
+    return [(records[i]["text"], records[j]["text"], f"word dice {score:.2f}, {records[i].get('source')} / "
+             f"{records[j].get('source')}") for score, i, j in chosen]
 
 
 def draw(records: list[dict[str, str]], seed: int, size: int, total: int, least: int,
@@ -138,19 +139,35 @@ def draw(records: list[dict[str, str]], seed: int, size: int, total: int, least:
     return out
 
 
+def label_of(pair: dict[str, str], known: dict[tuple[str, str], dict[str, str]]) -> str:
+    """The label of ``pair`` as drawn in this run (a contains-label turned round when its a and b are)."""
+    entry = known.get(key(pair["a"], pair["b"]))
+    if entry is None:
+        return "unlabelled"
+    if entry["a"] != pair["a"] and entry["label"].endswith("_contains_a"):
+        return "a_contains_b"
+    if entry["a"] != pair["a"] and entry["label"].endswith("_contains_b"):
+        return "b_contains_a"
+    return entry["label"]
+
+
 def score(pairs: list[dict[str, str]], labels: list[dict[str, str]]) -> dict[str, Any]:
-    """How this run's gate and planner pairs are labelled, and the ``different`` ones they join."""
+    """How this run's gate and planner pairs are labelled, and the ``different`` ones they join.
+
+    A gate pair is (the statement written, the memory that kept its text), so ``a_contains_b``
+    there counts a merge that kept the smaller statement: the written one's extra words are lost.
+    """
     known = {key(p["a"], p["b"]): p for p in labels}
     figures: dict[str, Any] = {}
     for kind in ("gate", "planner"):
-        mine = [p for p in pairs if f"{kind}: " in p["from"]]
-        counts = Counter(known[key(p["a"], p["b"])]["label"] if key(p["a"], p["b"]) in known else "unlabelled"
-                         for p in mine)
+        mine = [(p, label_of(p, known)) for p in pairs if f"{kind}: " in p["from"]]
+        counts = Counter(label for _, label in mine)
         kept = sum(n for label, n in counts.items() if label in ("same", "a_contains_b", "b_contains_a"))
         figures[kind] = {"pairs": len(mine), "labels": dict(sorted(counts.items())),
                          "precision": round(kept / len(mine), 3) if mine else None,
                          "different": [{"a": p["a"], "b": p["b"], "why": known[key(p["a"], p["b"])]["why"]}
-                                       for p in mine if known.get(key(p["a"], p["b"]), {}).get("label") == "different"]}
+                                       for p, label in mine if label == "different"]}
+    figures["gate"]["kept_the_smaller"] = figures["gate"]["labels"].get("a_contains_b", 0)
     return figures
 
 
