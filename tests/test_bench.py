@@ -189,6 +189,10 @@ def test_merge_pairs_draw_draws_the_same_pairs_again_and_scores_labels(tmp_path:
     kinds = [p["from"].split(":")[0] for p in pairs]
     assert len(pairs) >= 12 + 3 and kinds.count("nearest") >= 4 and kinds.count("duplicate") == 3
     assert len({draw.key(p["a"], p["b"]) for p in pairs}) == len(pairs)
+    assert {"gate", "planner"} <= set(kinds)
+    for pair in pairs:
+        if pair["from"].startswith("duplicate"):
+            assert pair["from"].endswith(("f0.mdc / f1.mdc", "f1.mdc / f0.mdc")), pair
     merged = [p for p in pairs if p["from"].startswith(("gate", "planner"))]
     assert merged, "the planner finds nothing to score on this data"
     # Label the first merge pair "different" and the next "a_contains_b" the other way round.
