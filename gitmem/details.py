@@ -525,6 +525,18 @@ def _said(text: str) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(words.document_terms(text).words), frozenset(kinds)
 
 
+def narrows(kept: str, away: str) -> frozenset[str]:
+    """The names ``kept`` adds to ``away`` (examples aside): what makes it say less than ``away`` does.
+
+    "Implement proper authorization scopes for Google Services" says all "Implement proper
+    authorization" says, but only for Google: merged into it, the general rule would be lost.
+    """
+    mine, theirs = details(kept), details(away)
+    known = theirs.all()
+    return frozenset(n for n in mine.names
+                     if n not in known and not any(n in x or x in n for x in known))
+
+
 def lost(kept: str, away: str) -> frozenset[str]:
     """The words of ``away`` that ``kept`` does not say: what merging ``away`` into ``kept`` would lose.
 
