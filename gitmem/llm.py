@@ -209,7 +209,7 @@ class Offline:
 
     @staticmethod
     def _one_topic(a: Memory, b: Memory) -> bool:
-        """Whether one of two statements says most of the other (:data:`ONE_TOPIC`): then a link helps, else it is noise."""
+        """Whether one of two statements says most of the other (:data:`ONE_TOPIC`): a link helps; else it is noise."""
         lose_a, lose_b = details.lost(b.text, a.text), details.lost(a.text, b.text)
         size_a = len(details.lost("", a.text)) or 1
         size_b = len(details.lost("", b.text)) or 1

@@ -59,8 +59,7 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
                                   "bench_mcp", "bench_push", "bench_graph", "bench_lexicon", "bench_cli",
-                                  "bench_purge"])
-                                  "merge_pairs_draw"])
+                                  "bench_purge", "merge_pairs_draw"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
