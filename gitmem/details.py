@@ -531,7 +531,9 @@ def narrows(kept: str, away: str) -> frozenset[str]:
     "Implement proper authorization scopes for Google Services" says all "Implement proper
     authorization" says, but only for Google: merged into it, the general rule would be lost.
     """
-    mine, theirs = details(kept), details(away)
+    folded = _fold(kept)
+    example = _EXAMPLE.search(folded)
+    mine, theirs = details(folded[: example.start()] if example else folded), details(away)
     known = theirs.all()
     return frozenset(n for n in mine.names
                      if n not in known and not any(n in x or x in n for x in known))
@@ -547,10 +549,16 @@ def lost(kept: str, away: str) -> frozenset[str]:
     """
     mine, my_kinds = _said(kept)
     theirs, _ = _said(away)
-    covered = set(mine) | set(words.document_terms(kept).chars)  # a Chinese word of one character
+    # Chinese is compared character by character: its bigrams straddle words ("码前" of 代码前).
+    theirs = frozenset(c for w in theirs for c in (w if words.is_cjk(w) else (w,)))
+    covered = {c for w in mine for c in (w if words.is_cjk(w) else (w,))} | set(words.document_terms(kept).chars)
     for start, end, kind in lexicon.category_spans(away):
         if kind in my_kinds:
             covered.update(words.document_terms(away[start:end]).words)
+    named = lexicon.mentions(kept)
+    for mention in lexicon.find(away):  # "JS" is said by "JavaScript"
+        if mention.key in named:
+            covered.update(words.document_terms(mention.text).words)
     gone = {w for w in theirs if w not in covered}
     gone |= {d for d in missing(kept, away) if not any(d in w or w in d for w in mine)}
     return frozenset(gone)

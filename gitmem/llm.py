@@ -193,7 +193,7 @@ class Offline:
         if len(text) > max_chars * LENGTH_SLACK:
             return MergeDecision(None, f"offline rules: {base.id} has {len(text)} characters, over the limit "
                                        f"of {max_chars}; a model should shorten it")
-        more = "; ".join(f"{m.id} also says {', '.join(sorted(details.lost(text, m.text))[:8])}" for m in rest)
+        more = "; ".join(self._more(base, m) for m in rest)
         if not said:
             if all(self._one_topic(base, m) for m in rest):
                 return MergeDecision(None, f"offline rules: each says something the other does not ({more}); "
@@ -206,6 +206,15 @@ class Offline:
         if rest:
             reason += f"; {more}: kept apart and linked as related"
         return MergeDecision(text, reason, keep=base.id, apart=tuple(m.id for m in rest))
+
+    @staticmethod
+    def _more(base: Memory, other: Memory) -> str:
+        """What keeping ``base`` instead of ``other`` would lose: the words it lacks, or the scope it adds."""
+        gone = sorted(details.lost(base.text, other.text))
+        if gone:
+            return f"{other.id} also says {', '.join(gone[:8])}{' …' if len(gone) > 8 else ''}"
+        narrower = sorted(details.narrows(base.text, other.text))
+        return f"{base.id} names {', '.join(narrower[:8])}, which would narrow {other.id}"
 
     @staticmethod
     def _one_topic(a: Memory, b: Memory) -> bool:
