@@ -24,6 +24,8 @@ import unicodedata
 from collections import Counter
 from dataclasses import dataclass
 
+from . import lexicon, words
+
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 
 _NUMBER_WORDS = {
@@ -538,3 +540,52 @@ def one_value_apart(a: str, b: str) -> bool:
     if _changed(details(a), details(b), extra=False) is None and swapped(a, b) is None:
         return False
     return difflib.SequenceMatcher(None, _rest(a), _rest(b), autojunk=False).ratio() >= _SAME_REST
+
+
+# --- what a merge would lose --------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=16384)
+def _said(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """A statement's content terms (stemmed words, Chinese pieces) and the kinds of tool it names or says."""
+    kinds = {k for key in lexicon.mentions(text) for k in lexicon.kinds(key)} | set(lexicon.categories(text))
+    return frozenset(words.document_terms(text).words), frozenset(kinds)
+
+
+def narrows(kept: str, away: str) -> frozenset[str]:
+    """The names ``kept`` adds to ``away`` (examples aside): what makes it say less than ``away`` does.
+
+    "Implement proper authorization scopes for Google Services" says all "Implement proper
+    authorization" says, but only for Google: merged into it, the general rule would be lost.
+    """
+    folded = _fold(kept)
+    example = _EXAMPLE.search(folded)
+    mine, theirs = details(folded[: example.start()] if example else folded), details(away)
+    known = theirs.all()
+    return frozenset(n for n in mine.names
+                     if n not in known and not any(n in x or x in n for x in known))
+
+
+def lost(kept: str, away: str) -> frozenset[str]:
+    """The words of ``away`` that ``kept`` does not say: what merging ``away`` into ``kept`` would lose.
+
+    Words are compared as :mod:`gitmem.words` reads them (stemmed, stop words aside), so "Run the
+    tests before pushing" loses nothing in "Always run all tests before you push". Words naming a
+    kind of tool count as said when ``kept`` names a tool of that kind ("the package manager" in
+    "We use pnpm"); the details (numbers, names, weekdays, environments) must be there too.
+    """
+    mine, my_kinds = _said(kept)
+    theirs, _ = _said(away)
+    # Chinese is compared character by character: its bigrams straddle words ("码前" of 代码前).
+    theirs = frozenset(c for w in theirs for c in (w if words.is_cjk(w) else (w,)))
+    covered = {c for w in mine for c in (w if words.is_cjk(w) else (w,))} | set(words.document_terms(kept).chars)
+    for start, end, kind in lexicon.category_spans(away):
+        if kind in my_kinds:
+            covered.update(words.document_terms(away[start:end]).words)
+    named = lexicon.mentions(kept)
+    for mention in lexicon.find(away):  # "JS" is said by "JavaScript"
+        if mention.key in named:
+            covered.update(words.document_terms(mention.text).words)
+    gone = {w for w in theirs if w not in covered}
+    gone |= {d for d in missing(kept, away) if not any(d in w or w in d for w in mine)}
+    return frozenset(gone)

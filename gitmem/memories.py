@@ -547,7 +547,8 @@ class Memories:
         for _, how, memory in sorted(found, key=lambda f: (-f[0], f[2].id)):
             if memory.state == "archived" or details.language(memory.text) != details.language(text):
                 continue
-            if details.conflict(memory.text, text) is None and not details.missing(memory.text, text):
+            # The statement merges in only if the memory says every word and detail of it: nothing lost.
+            if details.conflict(memory.text, text) is None and not details.lost(memory.text, text):
                 return memory, how
         return None, ""
 

@@ -14,6 +14,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from .words import is_stop, stem
+
 # CJK ideographs (with extensions A and the compatibility block), kana, hangul syllables, and
 # the full-width forms (Chinese punctuation such as '，' and '。').
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
@@ -71,12 +73,15 @@ def changed(pieces: list[Piece]) -> bool:
 
 
 def lost_words(text: str, kept: str) -> list[str]:
-    """The words of ``text`` that appear nowhere in ``kept`` (case aside), in order, each once."""
-    present = {t.casefold() for t in tokens(kept) if is_word(t)}
+    """The words of ``text`` that ``kept`` does not say, in order, each once.
+
+    A word is said when ``kept`` has it in any form (case, and the endings the Snowball stemmer
+    takes off: "Lint" is said by "linting"); stop words ("with", "the") are never lost.
+    """
+    present = {stem(t) for t in tokens(kept) if is_word(t)}
     out: list[str] = []
     for token in tokens(text):
-        folded = token.casefold()
-        if is_word(token) and folded not in present and token not in out:
+        if is_word(token) and not is_stop(token) and stem(token) not in present and token not in out:
             out.append(token)
     return out
 

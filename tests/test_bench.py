@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from types import ModuleType
 
@@ -58,7 +59,7 @@ def test_bench_semantic_runs_on_a_small_set(data: Path, tmp_path: Path, capsys: 
 
 @pytest.mark.parametrize("name", ["bench_api", "bench_core", "bench_consolidate", "bench_semantic",
                                   "bench_mcp", "bench_push", "bench_graph", "bench_lexicon", "bench_cli",
-                                  "bench_purge"])
+                                  "bench_purge", "merge_pairs_draw"])
 def test_a_missing_data_file_is_a_clear_error(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     missing = tmp_path / "nowhere.jsonl"
     with pytest.raises(SystemExit) as exited:
@@ -139,6 +140,8 @@ def test_bench_lexicon_refuses_data_without_its_rule_files(data: Path, capsys: p
         script("bench_lexicon").main(["--data", str(data)])
     assert exited.value.code == 2
     assert "holds none of the rule files" in capsys.readouterr().err
+
+
 def test_bench_secretscan_counts_the_formats_and_the_false_alarms(data: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     figures = script("bench_secretscan").main(["--data", str(data), "--rounds", "1", "--json"])
@@ -146,6 +149,8 @@ def test_bench_secretscan_counts_the_formats_and_the_false_alarms(data: Path,
     assert figures["statements"] == 200 and figures["false_alarms"] == 0 and figures["missed"] == []
     with pytest.raises(SystemExit):
         script("bench_secretscan").main(["--data", str(data), "--rounds", "0"])
+
+
 def test_bench_cli_times_each_row_against_python(data: Path, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "cli.json"
@@ -182,3 +187,64 @@ def test_bench_purge_times_gitmem_and_git_on_the_same_history(data: Path, tmp_pa
     figures = bench.run(texts, 30, 1, tmp_path)
     assert figures["commits"] >= 30 and figures["median_ratio_to_floor"] > 0
     assert all(v > 0 for v in figures["median_seconds"].values())
+
+
+def test_merge_pairs_draw_draws_the_same_pairs_again_and_scores_labels(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    # Paraphrases from two rule files: the gate merges some, the planner clusters others, and
+    # near-identical statements of different files are there to be drawn as duplicates.
+    tools, places = ("pnpm", "ruff", "pytest", "docker", "redis"), ("the api", "the web app", "ci", "scripts")
+    forms = ("Use {} for {}", "Always use {} for {}", "We use {} for {} in every project", "Prefer {} for {}")
+    sourced = tmp_path / "sourced.jsonl"
+    sourced.write_text("".join(json.dumps({"source": f"f{n % 2}.mdc", "text": form.format(tool, place)}) + "\n"
+                               for n, (tool, place, form) in enumerate((t, p, f) for t in tools for p in places
+                                                                       for f in forms)), encoding="utf-8")
+    draw = script("merge_pairs_draw")
+    args = ["--data", str(sourced), "--size", "40", "--total", "12", "--nearest", "4", "--duplicates", "3"]
+    first, again = tmp_path / "first.json", tmp_path / "again.json"
+    draw.main([*args, "--out", str(first)])
+    draw.main([*args, "--out", str(again)])
+    pairs = json.loads(first.read_text(encoding="utf-8"))
+    assert pairs == json.loads(again.read_text(encoding="utf-8"))
+    kinds = [p["from"].split(":")[0] for p in pairs]
+    assert len(pairs) >= 12 + 3 and kinds.count("nearest") >= 4 and kinds.count("duplicate") == 3
+    assert len({draw.key(p["a"], p["b"]) for p in pairs}) == len(pairs)
+    assert {"gate", "planner"} <= set(kinds)
+    for pair in pairs:
+        if pair["from"].startswith("duplicate"):
+            assert pair["from"].endswith(("f0.mdc / f1.mdc", "f1.mdc / f0.mdc")), pair
+    merged = [p for p in pairs if p["from"].startswith(("gate", "planner"))]
+    assert merged, "the planner finds nothing to score on this data"
+    # Label the first merge pair "different" and the next "a_contains_b" the other way round.
+    labels = [{**merged[0], "label": "different", "why": "test"}]
+    if len(merged) > 1:
+        labels.append({**merged[1], "a": merged[1]["b"], "b": merged[1]["a"], "label": "b_contains_a", "why": "t"})
+    labelled = tmp_path / "labels.json"
+    labelled.write_text(json.dumps({"pairs": labels}), encoding="utf-8")
+    capsys.readouterr()
+    draw.main([*args, "--labels", str(labelled)])
+    figures = json.loads(capsys.readouterr().out)
+    counted = Counter[str]()
+    for kind in ("gate", "planner"):
+        counted.update(figures[kind]["labels"])
+        assert figures[kind]["pairs"] == sum(figures[kind]["labels"].values())
+    assert counted["different"] == 1 and counted["a_contains_b"] == min(1, len(merged) - 1)
+    assert counted["unlabelled"] == len(merged) - len(labels)
+    kind = merged[0]["from"].split(":")[0]
+    assert figures[kind]["different"][0]["a"] == merged[0]["a"]
+
+
+def test_the_labelled_merge_pairs_are_real_statements_labelled_once() -> None:
+    data = Path(__file__).resolve().parent / "data"
+    statements = {json.loads(line)["text"] for line in (data / "cursorrules.jsonl").read_text(
+        encoding="utf-8").splitlines() if line.strip()}
+    pairs = json.loads((data / "merge_pairs.json").read_text(encoding="utf-8"))["pairs"]
+    assert len(pairs) >= 300
+    seen: set[frozenset[str]] = set()
+    for pair in pairs:
+        assert set(pair) == {"a", "b", "label", "why", "from"}, pair
+        assert pair["a"] in statements and pair["b"] in statements and pair["a"] != pair["b"], pair
+        assert pair["label"] in ("same", "a_contains_b", "b_contains_a", "different"), pair
+        assert pair["why"].strip() and pair["from"].split(":")[0] in ("gate", "planner", "nearest", "duplicate")
+        assert frozenset((pair["a"], pair["b"])) not in seen, pair
+        seen.add(frozenset((pair["a"], pair["b"])))

@@ -134,8 +134,11 @@ def test_commands_that_need_no_model_never_load_it(svc: MemoryService, settings:
 def test_the_write_gate_merges_an_agents_paraphrase_but_never_a_near_miss(svc: MemoryService) -> None:
     first = svc.remember("default", "Run the unit tests with pytest before every commit.", source="agent").memory
     assert first is not None
-    again = svc.remember("default", "Always run pytest unit tests before committing code.", source="agent")
+    again = svc.remember("default", "Always run the pytest unit tests before you commit.", source="agent")
     assert (again.outcome, again.similar_to) == ("merged", first.id)
+    # A paraphrase with a word of its own ("code") would lose it in a merge: it is added instead.
+    own_word = svc.remember("default", "Always run pytest unit tests before committing code.", source="agent")
+    assert own_word.outcome == "added"
     # Same wording, another detail: a different rule, kept.
     staging = svc.remember("default", "Deploy to staging on Mondays.", source="agent")
     production = svc.remember("default", "Deploy to production on Thursdays.", source="agent")
@@ -154,15 +157,16 @@ def test_the_write_gate_merges_an_agents_paraphrase_but_never_a_near_miss(svc: M
 def test_offline_consolidation_merges_paraphrases(svc: MemoryService) -> None:
     planted = [plant(svc, text, type=kind) for text, kind in (
         ("Run the unit tests with pytest before every commit.", "convention"),
-        ("Always run pytest unit tests before committing code.", "fact"),
-        ("Before each commit, run the pytest unit test suite.", "method"),
+        ("Always run pytest unit tests before committing.", "fact"),
+        ("Before each commit, run the pytest unit tests.", "method"),
         ("Use ruff for linting Python code.", "convention"), ("Lint all Python code with ruff.", "fact"),
-        ("Python linting is done with ruff.", "fact"))]
+        ("Always lint Python code with ruff.", "fact"))]
     result = svc.consolidate("default")
     merges = [d for d in result.decisions if d.kind == "merge"]
     assert len(merges) == 2, [d.reason for d in result.decisions]
     for decision in merges:
         assert decision.members == 3 and "kept" in decision.reason and "said 3 ways" in decision.reason
+        assert "nothing is lost" in decision.reason and "words go" not in decision.reason
     assert result.review is not None
     svc.reviews.approve("default", result.review, actor="alice")
     merged = svc.list("default", state="active")
@@ -210,10 +214,14 @@ def test_a_merge_keeps_the_kept_statements_type_and_never_splits_a_file_name() -
                                source="agent", created=at.replace(year=at.year - 1, day=1 + days), updated=at)
 
     a = mem("Commit pnpm-lock.yaml.", "fact", 1)
-    b = mem("Always commit pnpm-lock.yaml to git. Never delete it.", "convention", 2)
+    b = mem("Always commit pnpm-lock.yaml. Never delete it.", "convention", 2)
     decision = OfflineRules().merge([a, b], max_chars=200)
     assert (decision.text, decision.keep) == (b.text, b.id)
     assert b.id in decision.reason and "pnpm-lock.yaml" in decision.reason
+    # Naming a tool the other does not ("to git") might narrow it: linked, not merged.
+    narrower = mem("Always commit pnpm-lock.yaml to git. Never delete it.", "convention", 2)
+    linked = OfflineRules().merge([a, narrower], max_chars=200)
+    assert linked.text is None and linked.link and f"{narrower.id} names git" in linked.reason
     assert llm_sentences("Always commit pnpm-lock.yaml. See https://pnpm.io/git.html for why.") == [
         "Always commit pnpm-lock.yaml.", "See https://pnpm.io/git.html for why."]
     assert llm_sentences("提交 pnpm-lock.yaml。不要手改。") == ["提交 pnpm-lock.yaml。", "不要手改。"]
@@ -333,7 +341,7 @@ def test_a_model_is_shown_the_conflicts_the_offline_rules_keep_apart(
 
 def test_a_cluster_in_two_languages_merges_one_language_and_links_the_other(svc: MemoryService) -> None:
     english = [plant(svc, text) for text in ("Use ruff for linting Python code.", "Lint all Python code with ruff.",
-                                             "Python linting is done with ruff.")]
+                                             "Always lint Python code with ruff.")]
     chinese = plant(svc, "所有 Python 代码都用 ruff 做 lint。")
     result = svc.consolidate("default")
     assert [d.kind for d in result.decisions] == ["merge"], [d.reason for d in result.decisions]
@@ -370,3 +378,26 @@ def test_the_vector_store_reads_many_by_one_scan_and_few_by_lookups(tmp_path: Pa
         assert set(got) == set(wanted) & set(keys[:11_000])
         assert np.allclose(got[keys[10_900]], vectors[10_900], atol=1e-2)
     store.close()
+
+
+@pytest.mark.parametrize("texts", [
+    ("Code review needs one approval for docs changes", "Code review needs two approvals for database migrations"),
+    ("周报每周五发到 #team 频道", "月报每月最后一天发到 #leads 频道"),
+    ("Handle database errors with retries", "Handle authentication errors by redirecting to login"),
+    ("Use camelCase for variables and function names", "Use PascalCase for classes and interfaces"),
+    ("Use fastapi-pagination for paginated endpoints", "Use fastapi-jwt-auth for authentication"),
+    ("Line length <= 80 characters", "Keep lines a reasonable length (80-100 characters)"),
+    ("Keep logic in functions.php / inc/, templates should only render", "Put business logic in templates"),
+    ("Use Flask-SQLAlchemy for the ORM", "Use Flask-Migrate for database migrations"),
+])
+def test_rules_that_differ_in_one_thing_lose_nothing_when_consolidated_and_approved(
+        svc: MemoryService, texts: tuple[str, str]) -> None:
+    """Near misses from outside tests/data/semantic_pairs.json (issue 22): never merged offline."""
+    for text in texts:
+        plant(svc, text)
+    result = svc.consolidate("default")
+    assert all(d.kind != "merge" for d in result.decisions), [d.reason for d in result.decisions]
+    if result.review is not None:
+        svc.reviews.approve("default", result.review, actor="alice")
+    on_main = {m.text for m in svc.list("default", state="active")}
+    assert set(texts) <= on_main
