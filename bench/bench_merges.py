@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# The code measured: this checkout's, or the one --baseline names (its data stays this checkout's).
+sys.path.insert(0, os.environ.get("BENCH_MERGES_CODE", str(ROOT)))
 
 from gitmem import textdiff  # noqa: E402
 from gitmem.concepts import Memory, new_id, now  # noqa: E402
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_run:
         results["run"] = run_part(int(spec.get("seed", 22)), args.size, args.rounds)
     if args.baseline is not None:
-        env = {**os.environ, "PYTHONPATH": str(args.baseline)}
+        env = {**os.environ, "BENCH_MERGES_CODE": str(args.baseline.resolve())}
         done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--json", "--pairs", str(args.pairs),
                                "--size", str(args.size), "--rounds", str(args.rounds),
                                *(["--no-run"] if args.no_run else [])],
