@@ -48,7 +48,7 @@ def test_run_it_queues_consolidation_and_the_worker_posts_the_review(
     if not installed():
         pytest.skip("the gitmem.notifiers entry point is not installed here (pip install -e .)")
     (posted,) = [c for c in slack.calls("chat.postMessage") if c.args["channel"] == REVIEW_CHANNEL]
-    assert "consolidated 3 memories into 1, review #1" in posted.text
+    assert "consolidated 2 memories into 1, review #1" in posted.text
     (copy,) = [c for c in slack.calls("chat.postMessage") if c.args["channel"] == REVIEWER]  # the one to decide in
     slack.press(copy, "gitmem_review_approve", user=REVIEWER)
     assert svc.reviews.get("default", 1).status == "merged"

@@ -96,11 +96,12 @@ def test_running_posts_the_review_with_merges_and_buttons(slack: Slack, svc: Mem
     (review,) = svc.reviews.list("default", status="open")
     assert review.kind == "consolidation"
     assert slack.commits()[0].id == head  # nothing reaches main before approval
-    assert f"consolidated 3 memories into 1, review #{review.number}" in message.text
+    # The third says something the others do not (run it before): kept apart, linked, not merged away.
+    assert f"consolidated 2 memories into 1, review #{review.number}" in message.text
     sections = [b["text"]["text"] for b in message.blocks if b["type"] == "section"]
-    [merge] = [t for t in sections if t.startswith("*1.* consolidate: merge 3 into")]
+    [merge] = [t for t in sections if t.startswith("*1.* consolidate: merge 2 into")]
     assert all(text in merge for text in RELATED[:2]) and "*→ becomes*" in merge
-    assert "_offline rules" in merge  # the reason
+    assert "_offline rules" in merge and "nothing is lost" in merge  # the reason
     # Everyone in the channel sees this card: it decides nothing. The reviewer's own copy does.
     assert buttons(message) == {}  # no decision buttons, and no web address configured for View review
     copy = reviewers_copy(slack)
@@ -137,7 +138,7 @@ def test_approve_merges_and_updates_the_message_for_everyone(
     slack.press(copy, "gitmem_review_approve", user=REVIEWER)
     (review,) = svc.reviews.list("default")
     assert review.status == "merged" and review.decided_by == f"slack:{REVIEWER}"
-    assert svc.status("default")["by_state"]["active"] == 1
+    assert svc.status("default")["by_state"]["active"] == 2  # the merged rule and the one kept apart
     updates = slack.calls("chat.update")
     # The channel's card and the reviewer's copy each show the outcome, once.
     assert sorted((u.args["channel"], u.args["ts"]) for u in updates) == sorted(
