@@ -7,7 +7,7 @@
 #   gitmem-local/python:3.11-bookworm   Debian bookworm minbase, python3 in a venv at /opt/python
 #                                       (so `python` and `pip` work as in python:3.11-slim-bookworm)
 #   gitmem-local/redis:7-bookworm       the same base with Debian's redis-server
-# Use them with the compose file through GITMEM_PYTHON_IMAGE and GITMEM_REDIS_IMAGE (README,
+# Use them with the compose file through GITMEM_PYTHON_IMAGE and GITMEM_REDIS_IMAGE (docs/docker.md,
 # "Run with Docker"). The root file system comes from debootstrap (installed with apt when
 # missing), from the mirror in GITMEM_DEBIAN_MIRROR or the one this machine's apt uses. The
 # certificate authorities this machine added (/usr/local/share/ca-certificates) are carried into

@@ -6,7 +6,7 @@
                     with the object counts before and after; the workers run it on a daily beat
     backup(dest)    per namespace a git bundle of every ref, plus what no repository holds (keys.json,
                     secret_key) and a MANIFEST.json; secrets and bundles mode 0600, the folder 0700
-    restore(src)    a backup into a home that has none of it (what README's plain-git commands do,
+    restore(src)    a backup into a home that has none of it (what docs/backup.md's plain-git commands do,
                     with checks: the bundles' heads match the manifest, nothing is overwritten)
 
 ``state/`` (search indexes, usage logs, run state, the embedded broker) is derived and is not
@@ -175,8 +175,7 @@ class Maintenance:
             "namespaces": bundled,
             "files": files,
             "not_included": not_included,
-            "restore": "gitmem restore-backup THIS_FOLDER, or with git alone as README.md shows "
-                       "(Backup and maintenance)",
+            "restore": "gitmem restore-backup THIS_FOLDER, or with git alone as docs/backup.md shows",
         }
         _write_private(dest / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
         return BackedUp(dest, manifest)

@@ -26,7 +26,7 @@ from .test_concurrency import assert_linear, write_distinct
 from .test_consolidate import plant
 from .test_reviews import three_merges
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+BACKUP_DOCS = (Path(__file__).resolve().parent.parent / "docs" / "backup.md").read_text(encoding="utf-8")
 Fsck = Callable[[str], None]
 
 
@@ -224,13 +224,12 @@ def check_restored(settings: Settings, before: dict[str, object], fsck: Fsck) ->
         restored.close()
 
 
-def readme_restore_block() -> str:
-    section = README.split("## Backup and maintenance", 1)[1]
-    after = section.split("with git alone", 1)[1]
+def docs_restore_block() -> str:
+    after = BACKUP_DOCS.split("with git alone", 1)[1]
     return after.split("```sh\n", 1)[1].split("```", 1)[0]
 
 
-def test_a_backup_restores_with_plain_git_as_the_readme_says(
+def test_a_backup_restores_with_plain_git_as_the_docs_say(
         svc: MemoryService, settings: Settings, fsck: Fsck, gitmem: Run, tmp_path: Path) -> None:
     before = populate(svc, settings)
     dest = tmp_path / "backup"
@@ -250,7 +249,7 @@ def test_a_backup_restores_with_plain_git_as_the_readme_says(
 
     svc.close()
     shutil.rmtree(settings.home)  # the machine is gone
-    script = readme_restore_block()
+    script = docs_restore_block()
     assert "git clone --quiet --mirror" in script
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "BACKUP": str(dest),
            "GITMEM_HOME": str(settings.home)}

@@ -259,7 +259,7 @@ def test_the_labelled_set_same_topic_together_and_no_cross_topic(encoder: Offlin
         assert not [p for p in together if len({TOPIC[s] for s in p}) > 1], "a cross-topic pair shares a cluster"
         share = sum(p in together for p in same) / len(same)
         if semantic:
-            # Measured 0.84 (87 of 104) with twins 31 of 33; words alone find 0.12 (see the README).
+            # Measured 0.84 (87 of 104) with twins 31 of 33; words alone find 0.12 (see docs/performance.md).
             assert share >= 0.8 and sum(p in together for p in twins) >= 30
         else:
             assert share < 0.3

@@ -114,7 +114,7 @@ def backup(dest: Path, namespaces: tuple[str, ...], as_json: bool) -> None:
     DEST/MANIFEST.json     what, when, versions, each namespace's main
 
     Files are mode 0600, the folder 0700. Restore with `gitmem restore-backup DEST`, or with git
-    alone: `git clone --mirror DEST/repos/NS.bundle $GITMEM_HOME/repos/NS.git` (see README).
+    alone: `git clone --mirror DEST/repos/NS.bundle $GITMEM_HOME/repos/NS.git` (see docs/backup.md).
     """  # noqa: D301 - click's \b marker is a real backspace; r""" breaks it
     result = service().backup(dest, list(namespaces) or None)
 

@@ -32,8 +32,8 @@ def mcp_command(actor: str | None, namespace: str | None) -> None:
     name = ns_name(namespace)
     server = build_server(service(), LocalAccess(actor if actor is not None else _login(), name))
     if sys.stdin.isatty():
-        click.echo("gitmem mcp speaks MCP on standard input and output: an agent starts it (see the README's "
-                   "\"MCP\"). Ctrl-D stops it.", err=True)
+        click.echo("gitmem mcp speaks MCP on standard input and output: an agent starts it (see "
+                   "docs/mcp.md). Ctrl-D stops it.", err=True)
     # The encoder loads while the agent reads the answer to `initialize`; a recall that needs it
     # before then waits for it (the model's own lock), nothing else does.
     threading.Thread(target=service().warm_up, name="gitmem-encoder", daemon=True).start()

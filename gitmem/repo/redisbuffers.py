@@ -4,7 +4,7 @@ SQLite's locks are not safe on NFS, so with several hosts (``settings.shared_red
 buffers live in Redis. Every change that reads before it writes (take a message once, seal,
 claim, finish, fail) is one Lua script, which Redis runs alone: two hosts never both take a
 message id or a claim. For "acknowledged means kept" as SQLite's full fsync gives it, run Redis
-with ``appendonly yes`` and ``appendfsync always`` (see the README).
+with ``appendonly yes`` and ``appendfsync always`` (see docs/hosts.md).
 
 Keys, under ``gitmem:<queue>:buffers:<namespace>:``::
 

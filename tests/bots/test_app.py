@@ -196,7 +196,7 @@ def test_parse_command() -> None:
 
 def test_no_token_will_be_unused_warning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          caplog: pytest.LogCaptureFixture) -> None:
-    # Set up as the README says: the token in SLACK_BOT_TOKEN, which Bolt also reads by itself.
+    # Set up as docs/slack.md says: the token in SLACK_BOT_TOKEN, which Bolt also reads by itself.
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-1")
     monkeypatch.setenv("SLACK_SIGNING_SECRET", SECRET)
     caplog.set_level(logging.DEBUG)
