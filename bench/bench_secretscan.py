@@ -61,10 +61,12 @@ def scanner_at(revision: str, folder: Path) -> ModuleType:
         sys.modules.update(saved)
 
 
-def timed(scan: Any, texts: list[str], rounds: int) -> float:
-    """The best of ``rounds`` times to scan every text."""
+def timed(scan: Any, texts: list[str], rounds: int, fresh: Any = None) -> float:
+    """The best of ``rounds`` times to scan every text; ``fresh()`` before each round empties a cache."""
     best = float("inf")
     for _ in range(rounds):
+        if fresh is not None:
+            fresh()
         started = time.perf_counter()
         for text in texts:
             list(scan(text))
@@ -96,7 +98,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     false_alarms = [text for text in texts if secretscan.find(text)]
     floor = secretscan._scanner()
     floor_seconds = timed(floor, texts, args.rounds)
-    seconds = timed(secretscan.find, texts, args.rounds)
+    # gitmem scans a line once per process: time the first scan, not the cache's answer.
+    seconds = timed(secretscan.find, texts, args.rounds, fresh=secretscan._scanned.cache_clear)
     figures: dict[str, Any] = {
         "formats": len(FORMATS), "caught": sum(after.values()),
         "caught_before": sum(before.values()) if before is not None else None,
