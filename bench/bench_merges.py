@@ -110,6 +110,7 @@ def run_part(seed: int, size: int, rounds: int) -> dict[str, Any]:
             service.remember("run", text, type="convention", source="agent", author="bench")
         merges = links = words_lost = 0
         lossy: list[dict[str, Any]] = []
+        every: list[dict[str, Any]] = []  # each merge, to be read: the text kept and the texts merged away
         for _ in range(rounds):
             result = service.consolidate("run")
             review = getattr(result, "review", None)
@@ -122,6 +123,8 @@ def run_part(seed: int, size: int, rounds: int) -> dict[str, Any]:
                     continue
                 merges += 1
                 kept = commit.kept.after if commit.kept is not None else ""
+                every.append({"kept": kept, "away": [m.before for m in commit.members
+                                                     if m is not commit.kept and m.before is not None]})
                 for member in commit.members:
                     if member is commit.kept or member.before is None:
                         continue
@@ -132,7 +135,7 @@ def run_part(seed: int, size: int, rounds: int) -> dict[str, Any]:
             service.reviews.approve("run", number, actor="bench")
         on_main = " \n ".join(m.text for m in service.list("run", limit=100_000))
         gone_statements = [t for t in texts if textdiff.lost_words(t, on_main)]
-        out.update({"merge_commits": merges, "words_lost": words_lost, "lossy_merges": lossy[:10],
+        out.update({"merge_commits": merges, "words_lost": words_lost, "lossy_merges": lossy[:10], "merges": every,
                     "memories_left": len(service.list("run", limit=100_000)),
                     "statements_gone": len(gone_statements), "statements_gone_examples": gone_statements[:10]})
         service.close()
