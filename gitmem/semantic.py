@@ -173,7 +173,9 @@ class Semantics:
         store = self.store(ns)
         if store is None:
             return None
-        stamp = (ns.index.indexed_commit() or "", self._added.get(ns.name, 0))
+        # Another process (a second web worker, `gitmem vectors`) may have embedded what this one
+        # lacks without a commit: its writes change the file's data_version, this process's `_added`.
+        stamp = (ns.index.indexed_commit() or "", self._added.get(ns.name, 0), store.version())
         with self._lock:
             cached = self._spaces.get(ns.name)
         if cached is not None and cached[0] == stamp:

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from gitmem import concepts, details
+from gitmem import semantic as semantic_layer
 from gitmem.consolidate import make_plan
 from gitmem.embeddings import Offline
 from gitmem.errors import InvalidInput
@@ -401,3 +402,20 @@ def test_rules_that_differ_in_one_thing_lose_nothing_when_consolidated_and_appro
         svc.reviews.approve("default", result.review, actor="alice")
     on_main = {m.text for m in svc.list("default", state="active")}
     assert set(texts) <= on_main
+
+
+def test_a_process_recalls_by_the_vectors_another_process_embedded(settings: Settings, monkeypatch: Any) -> None:
+    """Two web workers over one namespace: what one embeds, the other's recall uses, with no new commit between."""
+    writer = MemoryService(settings)
+    writer.init("default")
+    utc = writer.remember("default", "Store all timestamps in UTC.", type="convention").memory
+    writer.remember("default", "PPT body text is 18pt.", type="preference")
+    writer.close()
+    first, second = MemoryService(settings), MemoryService(settings)
+    monkeypatch.setattr(semantic_layer, "RECALL_BUDGET", 0)  # this worker's recalls embed nothing themselves
+    question = "时间用什么时区存储？"  # no word in common with the memory: only its vector finds it
+    assert first.recall("default", question, record=False) == []
+    assert second.vectors("default")["embedded"] == 2  # the other worker (or `gitmem vectors`) embeds both
+    assert [h.memory.id for h in first.recall("default", question, record=False)] == [utc.id]  # type: ignore[union-attr]
+    first.close()
+    second.close()

@@ -67,6 +67,10 @@ class VectorStore:
         """Close the database connection."""
         self.db.close()
 
+    def version(self) -> int:
+        """A number that changes when another connection (another process) commits to the file."""
+        return int(self.db.execute("PRAGMA data_version").fetchone()[0])
+
     def count(self) -> int:
         """How many texts have a vector."""
         return int(self.db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0])
