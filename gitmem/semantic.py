@@ -58,7 +58,7 @@ class Semantics:
         self._model: Embeddings | None = None
         self._built = False
         self._lock = threading.Lock()
-        self._spaces: dict[str, tuple[tuple[str, int], Space]] = {}
+        self._spaces: dict[str, tuple[tuple[str, int, int], Space]] = {}
         # Per namespace: the head at which every live memory had a vector (a recall then skips
         # the check), and how many times this process added vectors (the space's cache key).
         self._complete: dict[str, str] = {}
