@@ -107,6 +107,20 @@ print(json.dumps({"review": result.review, "commits": commits, "key": key, "seco
                   "summary": result.summary, "memories": len(texts)}))
 """
 
+# Run in a subprocess with one code version first: a reviewer key that version can read (keys.json
+# gained fields since: a home built by one version is served by the other with a key of its own).
+KEY = r"""
+import sys
+from pathlib import Path
+code, home = sys.argv[1], Path(sys.argv[2])
+sys.path.insert(0, code)
+import gitmem
+assert list(gitmem.__path__)[0].startswith(code), gitmem.__path__
+from gitmem.repo import KeyStore
+(home / "keys.json").unlink()
+print(KeyStore(home).create("default", "reviewer", name="bench")[0])
+"""
+
 # Run in a subprocess: serve one home with one code version; print the port.
 SERVE = r"""
 import sys
@@ -141,6 +155,13 @@ def baseline_tree(rev: str, into: Path) -> str:
 def default_baseline() -> str:
     done = subprocess.run(["git", "merge-base", "HEAD", "main"], cwd=ROOT, capture_output=True, text=True)
     return done.stdout.strip() if done.returncode == 0 else "HEAD~1"
+
+
+def key_for(code: Path, home: Path) -> str:
+    """A new reviewer key for ``home``, written by the code at ``code`` (the only key left)."""
+    done = subprocess.run([sys.executable, "-c", KEY, str(code), str(home)], capture_output=True, text=True,
+                          env=_env(), check=True)
+    return done.stdout.strip().splitlines()[-1]
 
 
 def build(code: Path, home: Path, size: int) -> dict[str, Any]:
@@ -329,9 +350,10 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copytree(work / source, work / copy)
         servers = [Server("main, first consolidation", base, work / "old", old["key"], old["review"]),
                    Server("this branch, first consolidation", ROOT, work / "new", new["key"], new["review"]),
-                   Server("main's page, review of 50", base, work / "new-copy", new["key"], new["review"]),
-                   Server("this branch's page, main's big review", ROOT, work / "old-copy", old["key"],
-                          old["review"])]
+                   Server("main's page, review of 50", base, work / "new-copy", key_for(base, work / "new-copy"),
+                          new["review"]),
+                   Server("this branch's page, main's big review", ROOT, work / "old-copy",
+                          key_for(ROOT, work / "old-copy"), old["review"])]
         commits = {servers[0].name: old["commits"], servers[1].name: new["commits"],
                    servers[2].name: new["commits"], servers[3].name: old["commits"]}
         for server in servers:
