@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
 from gitmem.service import MemoryService
@@ -93,7 +94,16 @@ def test_the_same_statement_from_four_processes_is_stored_once(settings: Setting
 
 
 def recall_and_fold(home: str, worker: int, count: int) -> list[tuple[str, str]]:
-    """Recall (recording uses) and fold the usage log, ``count`` times; return the uses recorded."""
+    """Recall (recording uses) and fold the usage log, ``count`` times; return the uses recorded.
+
+    Uses count by day, so two recalls folded together on one day are one use. Each recall here
+    happens on a day of its own (the clock recall reads moves a day per call, apart per worker), so
+    every recall is a use and the expected count is exact however the folds interleave.
+    """
+    from gitmem import recall as recall_module
+    days = iter(range(worker * 1000, (worker + 1) * 1000))
+    start = recall_module.now()
+    recall_module.now = lambda: start + timedelta(days=next(days))  # type: ignore[assignment]
     service = MemoryService(Settings(home=Path(home)))
     try:
         out = []
