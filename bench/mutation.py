@@ -52,6 +52,9 @@ class Target:
     functions: tuple[str, ...] = ()  # qualified names; empty: the whole module
     select: str = ""  # a pytest -k expression narrowing the test files
     note: str = ""
+    # Mutants that cannot change behaviour: (text of the mutated line, why). A survivor whose
+    # mutated line holds the text counts as equivalent, not as survived; each needs its reason.
+    equivalent: tuple[tuple[str, str], ...] = ()
 
     def test_args(self) -> list[str]:
         return [*self.tests, *(["-k", self.select] if self.select else [])]
@@ -60,17 +63,37 @@ class Target:
 TARGETS: dict[str, Target] = {
     "concepts": Target("gitmem/concepts.py", ("tests/test_concepts.py",)),
     "similarity": Target("gitmem/similarity.py", ("tests/test_similarity.py",)),
-    "store": Target("gitmem/store.py", ("tests/test_store.py",)),
     "write-gate": Target(
-        "gitmem/service.py", ("tests/test_service.py",), functions=("MemoryService.remember",),
+        "gitmem/memories.py", ("tests/test_service.py",), functions=("Memories.remember",),
         select="gate or remember or reinforc or merged or users_statement or slug",
-        note="MemoryService.remember: validation, the normalised-duplicate check and the similarity gate",
+        note="Memories.remember: validation, the normalised-duplicate check and the similarity gate",
     ),
-    "staleness": Target(
-        "gitmem/reviews.py", ("tests/test_reviews.py",), functions=("Reviews._staleness",),
-        select="stale or rebases or approving or partial",
-        note="Reviews._staleness: which changes on main make a review stale",
-    ),
+    # Issue 23's modules: the newest surfaces, each with the tests that should pin it.
+    "secretscan": Target("gitmem/secretscan.py", ("tests/test_secretscan.py",)),
+    "secretformats": Target("gitmem/secretformats.py", ("tests/test_secretscan.py",)),
+    "personaldata": Target("gitmem/personaldata.py", ("tests/test_secretscan.py", "tests/test_redaction.py")),
+    "pushes": Target("gitmem/pushes.py", ("tests/web/test_push.py", "tests/web/test_push_checks.py")),
+    "pushrules": Target("gitmem/pushrules.py", ("tests/web/test_push_checks.py", "tests/web/test_push.py")),
+    "receive": Target("gitmem/repo/receive.py", ("tests/test_receive.py",)),
+    "ingest": Target("gitmem/ingest.py", ("tests/test_ingest.py",)),
+    "buffers": Target("gitmem/repo/buffers.py", ("tests/test_buffers_contract.py",)),
+    "staleness": Target("gitmem/reviews/staleness.py", ("tests/test_reviews.py",)),
+    "review-decisions": Target("gitmem/reviews/decisions.py",
+                               ("tests/test_review_decisions.py", "tests/test_reviews.py")),
+    "review-records": Target("gitmem/reviews/records.py", ("tests/test_reviews.py",)),
+    "review-diffs": Target("gitmem/reviews/diffs.py", ("tests/test_reviews.py",)),
+    "review-listing": Target("gitmem/reviews/listing.py", ("tests/test_reviews.py",)),
+    "review-reading": Target("gitmem/reviews/reading.py", ("tests/test_reviews.py",)),
+    "review-links": Target("gitmem/reviews/links.py", ("tests/test_reviews.py",)),
+    "mcp": Target("gitmem/mcp/server.py", ("tests/mcp/test_server.py",)),
+    "mcp-access": Target("gitmem/mcp/access.py", ("tests/mcp/test_server.py",)),
+    "recall": Target("gitmem/recall.py", ("tests/test_truth.py", "tests/test_service.py")),
+    "ranking": Target("gitmem/ranking.py", ("tests/test_truth.py", "tests/test_service.py")),
+    "importers": Target("gitmem/importers/__init__.py", ("tests/test_importers.py",)),
+    "importers-items": Target("gitmem/importers/items.py", ("tests/test_importers.py",)),
+    "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_importers.py",)),
+    "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_importers.py",)),
+    "web-auth": Target("gitmem/web/auth.py", ("tests/web/test_sign_in.py", "tests/web/test_keys.py")),
 }
 
 
@@ -198,7 +221,9 @@ class Score:
     not_run: int = 0
     seconds: float = 0.0
     baseline_seconds: float = 0.0
+    equivalent: int = 0
     survivors: list[dict[str, Any]] = field(default_factory=list)
+    equivalents: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def tested(self) -> int:
@@ -251,11 +276,24 @@ def run_target(name: str, target: Target, copy: Path, minutes: float) -> Score:
         os.killpg(proc.pid, signal.SIGKILL)  # its own session: the test run under it goes too
         proc.wait()
     score.seconds = time.monotonic() - started
-    count(score, session, copy)
+    count(score, session, copy, target)
     return score
 
 
-def count(score: Score, session: Path, copy: Path) -> None:
+def why_equivalent(diff: str, target: Target) -> str | None:
+    """Why a surviving mutant cannot change behaviour, or None when it could."""
+    removed = [line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    if (len(removed) == len(added) == 1 and removed[0].lstrip().startswith(("def ", "async def "))
+            and removed[0].replace("*,", "/,") == added[0]):
+        return "keyword-only marker made positional-only: every caller passes those arguments by name"
+    for text, reason in target.equivalent:
+        if any(text in line for line in added):
+            return reason
+    return None
+
+
+def count(score: Score, session: Path, copy: Path, target: Target) -> None:
     from cosmic_ray.work_db import use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome
 
@@ -271,14 +309,18 @@ def count(score: Score, session: Path, copy: Path) -> None:
             elif result.worker_outcome == WorkerOutcome.NO_TEST:
                 score.mutants -= 1  # the operator found nothing to change there
             elif result.test_outcome == TestOutcome.SURVIVED:
-                score.survived += 1
                 mutation = item.mutations[0]
-                score.survivors.append({
-                    "line": mutation.start_pos[0],
-                    "operator": mutation.operator_name,
-                    "diff": "\n".join(line for line in (result.diff or "").splitlines()
-                                      if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))),
-                })
+                diff = "\n".join(line for line in (result.diff or "").splitlines()
+                                 if line.startswith(("+", "-")) and not line.startswith(("+++", "---")))
+                entry = {"line": mutation.start_pos[0], "operator": mutation.operator_name, "diff": diff}
+                reason = why_equivalent(diff, target)
+                if reason:
+                    score.mutants -= 1
+                    score.equivalent += 1
+                    score.equivalents.append({**entry, "why": reason})
+                else:
+                    score.survived += 1
+                    score.survivors.append(entry)
             else:
                 score.killed += 1
                 if result.output == "timeout":
@@ -290,11 +332,11 @@ def count(score: Score, session: Path, copy: Path) -> None:
 
 
 def report(scores: list[Score], show_survivors: bool) -> None:
-    print("\n| target | module | mutants | killed | survived | not run | killed share |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("\n| target | module | mutants | killed | survived | equivalent | not run | killed share |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for s in scores:
-        print(f"| {s.target} | {s.module} | {s.mutants} | {s.killed} | {s.survived} | {s.not_run} | "
-              f"{100 * s.share:.1f}% |")
+        print(f"| {s.target} | {s.module} | {s.mutants} | {s.killed} | {s.survived} | {s.equivalent} | "
+              f"{s.not_run} | {100 * s.share:.1f}% |")
     if show_survivors:
         for s in scores:
             for survivor in s.survivors:
@@ -335,8 +377,9 @@ def main() -> None:
         previous[s.target] = {
             "module": s.module, "functions": list(TARGETS[s.target].functions),
             "tests": shlex.join(TARGETS[s.target].test_args()), "mutants": s.mutants, "killed": s.killed,
-            "survived": s.survived, "timeouts": s.timeouts, "not_run": s.not_run,
+            "survived": s.survived, "equivalent": s.equivalent, "timeouts": s.timeouts, "not_run": s.not_run,
             "killed_share": round(s.share, 4), "seconds": round(s.seconds), "survivors": s.survivors,
+            "equivalents": s.equivalents,
             "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "command": shlex.join(sys.argv),
             "tool": f"cosmic-ray {version('cosmic-ray')}", "python": platform.python_version(),
         }

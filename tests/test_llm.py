@@ -226,7 +226,6 @@ def test_offline_vetoes_different_rules_and_loose_clusters_and_keeps_grey_zone_m
 
 def test_offline_pairs() -> None:
     older, newer = mem("Use pnpm for installs."), mem("Use pnpm for installs in CI.", days=1)
-    assert Offline().pair(older, newer, max_chars=200) == Offline().pair(older, newer, max_chars=200)
     decision = Offline().pair(older, newer, max_chars=200)
     assert (decision.action, decision.text) == ("update", newer.text)
     assert Offline().pair(mem("Use pnpm, not npm."), mem("Use npm, not yarn."), max_chars=200).action == "ignore"
