@@ -114,6 +114,7 @@ def test_a_persons_correction_archives_what_it_corrects_in_one_commit(svc: Memor
     ("周会在周二下午开", "周会改为周四下午开"),
     ("我们用 Jenkins 做持续集成", "我们不再用 Jenkins，现在用 GitHub Actions 做持续集成"),
     ("Use 2 spaces for indentation", "Use 4 spaces for indentation"),
+    ("Database migrations are tested against staging", "Database migrations are tested against production"),
 ])
 def test_corrections_supersede(svc: MemoryService, older: str, newer: str) -> None:
     old = svc.remember("default", older).memory
