@@ -364,3 +364,142 @@ def test_a_techchoice_of_described_options_through_the_tools(mcp: Run) -> None:
     table = got["recalled"]["items"][0]["options_table"]
     assert "| React 18 + Vite | the team knows it | vite.config.ts | - |" in table
     assert "| Svelte (active) | compiles away | - | - |" in table
+
+
+# --- API keys by role, in process ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def as_key(service: MemoryService, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
+    """Run ``steps(client)`` as the holder of a new key of ``role`` on ``namespace``, judged by the real KeyAccess.
+
+    Over HTTP the SDK's middleware puts the verified key in the request's context; here the same
+    lookup is handed the key directly, so each role's refusals run in milliseconds.
+    """
+    from mcp.server.auth.provider import AccessToken
+
+    from gitmem.mcp import http
+    from gitmem.repo import KeyStore
+
+    keys = KeyStore(settings.home)
+
+    def run(steps: Callable[[Client], Any], role: str, namespace: str = "default") -> Any:
+        _, key = keys.create(namespace, role, name=f"{role}-key")
+        token = AccessToken(token="gmk_test", client_id=key.id, scopes=[key.role])
+        monkeypatch.setattr(http, "get_access_token", lambda: token)
+        server = build_server(service, http.KeyAccess(keys, settings))
+
+        async def go() -> Any:
+            async with Client(server) as client:
+                return await steps(client)
+
+        return anyio.run(go)
+
+    return run
+
+
+def test_a_reader_key_may_not_choose_remember_give_feedback_or_forget(
+        as_key: Callable[..., Any], service: MemoryService, remember: Callable[..., str]) -> None:
+    memory_id = remember("Feature flags live in config/flags.yaml")
+    choice = service.remember("default", "Feature flag service", type="techchoice", source="user", active="files",
+                              options=[{"name": "files", "pros": ["no service"], "cons": ["redeploy to flip"]},
+                                       {"name": "unleash", "pros": ["flip live"], "cons": ["one more service"]}])
+    assert choice.memory is not None
+    head = service.head("default")
+
+    async def steps(client: Client) -> dict[str, str]:
+        return {
+            "choose": error(await client.call_tool("choose", {"memory_id": choice.memory.id, "option": "unleash",
+                                                              "reason": "flip flags live"})),
+            "remember": error(await client.call_tool("remember", {"text": "Readers should not write this"})),
+            "feedback": error(await client.call_tool("feedback", {"memory_id": memory_id, "action": "confirm"})),
+            "forget": error(await client.call_tool("forget", {"memory_id": memory_id})),
+        }
+
+    got = as_key(steps, "reader")
+    refusal = ("reader-key (reader) may not do this in namespace 'default': it needs a writer key for that "
+               "namespace")
+    assert got == {tool: f"Error executing tool {tool}: {refusal}" for tool in got}
+    assert service.head("default") == head
+    assert service.show("default", choice.memory.id).active == "files"
+
+
+def test_a_reader_key_reads_every_tool_and_resource_of_its_namespace(
+        as_key: Callable[..., Any], service: MemoryService, remember: Callable[..., str]) -> None:
+    memory_id = remember("Release notes are written in English", paths=["docs/"])
+    service.feedback("default", memory_id, "amend", actor="bo", text="Release notes: English and Chinese")
+
+    async def steps(client: Client) -> dict[str, Any]:
+        return {
+            "context": data(await client.call_tool("context", {"files": ["docs/notes.md"]})),
+            "recall": data(await client.call_tool("recall", {"query": "release notes"})),
+            "history": data(await client.call_tool("history", {"memory_id": memory_id})),
+            "reviews": data(await client.call_tool("reviews", {})),
+            "review": data(await client.call_tool("review", {"number": 1})),
+            "listed": [str(r.uri) for r in (await client.list_resources()).resources],
+            "file": (await client.read_resource(f"gitmem://default/{memory_id}")).contents[0].text,
+            "index": (await client.read_resource("gitmem://default/MEMORY.md")).contents[0].text,
+        }
+
+    got = as_key(steps, "reader")
+    assert memory_id in got["context"]["context"]
+    assert [h["memory"]["id"] for h in got["recall"]["items"]] == [memory_id]
+    assert [c["action"] for c in got["history"]["items"]] == ["remember"]
+    assert [r["number"] for r in got["reviews"]["items"]] == [1] and got["review"]["number"] == 1
+    assert got["listed"] == ["gitmem://default/MEMORY.md"]
+    assert "Release notes are written in English" in got["file"] and memory_id in got["index"]
+
+
+def test_a_key_of_another_namespace_reads_nothing_here_and_lists_only_its_own(
+        as_key: Callable[..., Any], service: MemoryService, remember: Callable[..., str]) -> None:
+    memory_id = remember("Staging resets every night")
+    service.init("other")
+
+    async def steps(client: Client) -> dict[str, Any]:
+        misses = []
+        for uri in (f"gitmem://default/{memory_id}", "gitmem://default/MEMORY.md"):
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(uri)
+            misses.append(caught.value.error.message)
+        return {
+            "recall": error(await client.call_tool("recall", {"query": "staging", "namespace": "default"})),
+            "mine": data(await client.call_tool("recall", {"query": "staging"})),
+            "new": error(await client.call_tool("remember", {"text": "A new namespace", "namespace": "fresh"})),
+            "listed": [str(r.uri) for r in (await client.list_resources()).resources],
+            "misses": misses,
+        }
+
+    got = as_key(steps, "writer", namespace="other")
+    refusal = "writer-key (writer) may not do this in namespace 'default': it needs a reader key for that namespace"
+    assert got["recall"] == f"Error executing tool recall: {refusal}"
+    assert got["misses"] == [refusal, refusal]
+    assert got["mine"] == {"namespace": "other", "items": []}  # a key's calls go to its own namespace
+    # A key makes no namespace (only an admin does, and not through MCP).
+    assert got["new"] == ("Error executing tool remember: writer-key (writer) may not do this in namespace 'fresh': "
+                          "it needs a writer key for that namespace")
+    assert service.namespaces() == ["default", "other"]
+    assert got["listed"] == ["gitmem://other/MEMORY.md"]
+
+
+def test_a_writer_keys_changes_are_recorded_under_its_name_and_role(
+        as_key: Callable[..., Any], service: MemoryService, remember: Callable[..., str]) -> None:
+    memory_id = remember("Release notes are written in English")
+
+    async def steps(client: Client) -> dict[str, Any]:
+        return {
+            "made": data(await client.call_tool("remember", {"text": "We tag releases as vYYYY.MM.DD"})),
+            "amend": data(await client.call_tool("feedback", {"memory_id": memory_id, "action": "amend",
+                                                              "text": "Release notes: English and Chinese"})),
+        }
+
+    got = as_key(steps, "writer")
+    assert (got["made"]["memory"]["author"], got["made"]["memory"]["source"]) == ("writer-key", "agent")
+    assert got["amend"]["review"] is not None and got["amend"]["commit"] is None  # a writer's amendment waits
+
+    async def reviewer(client: Client) -> dict[str, Any]:
+        return data(await client.call_tool("feedback", {"memory_id": memory_id, "action": "amend",
+                                                        "text": "Release notes: English only"}))
+
+    direct = as_key(reviewer, "reviewer")  # the key's role, not its name, lets it amend directly
+    assert direct["review"] is None and direct["commit"]
+    assert service.show("default", memory_id).text == "Release notes: English only"
