@@ -304,6 +304,35 @@ def test_a_malformed_answer_writes_nothing_and_the_buffer_is_tried_again(setting
             service.close()
 
 
+def test_a_worker_whose_claim_lapsed_while_the_model_thought_writes_nothing(settings: Settings) -> None:
+    """I3: the claim lapses mid-extraction and another worker takes the buffer; the first must not commit."""
+    taken: list[str | None] = []
+    held: dict[str, Any] = {}
+
+    def responder(request: Request) -> str:
+        buffers, buffer_id = held["buffers"], held["id"]
+        # Time passes: the first worker's claim lapses, and the sweep hands the buffer to another.
+        buffers.db.execute("UPDATE buffers SET claimed_until = 0 WHERE id = ?", (buffer_id,))
+        taken.append(buffers.claim(buffer_id, 3600))
+        return model_answer(request)
+
+    with running(responder) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url))
+        service.init("default")
+        try:
+            service.ingest("default", "c1", said("Reports read the SaaS MySQL replica."))
+            (buffer_id,) = service._ingest.seal("default")
+            held.update(buffers=service._namespaces.buffers("default"), id=buffer_id)
+            head = service.head("default")
+            assert service.distil("default", buffer_id).outcome == "busy"
+            assert service.head("default") == head and service.list("default") == []
+            (second,) = taken
+            assert second is not None and held["buffers"].holds(buffer_id, second)
+            assert len(held["buffers"].messages(buffer_id)) == 1  # kept for the worker that holds it
+        finally:
+            service.close()
+
+
 def test_a_failed_buffer_waits_twice_as_long_each_time_up_to_an_hour(settings: Settings) -> None:
     with running(lambda r: Status(500)) as fake:
         service = MemoryService(settings.with_(llm_base_url=fake.url, llm_retries=0, ingest_retry_seconds=300))
