@@ -18,8 +18,10 @@ from mcp.shared.exceptions import MCPError
 from gitmem import concepts
 from gitmem.mcp import LocalAccess, build_server
 from gitmem.mcp.server import FEEDBACK, INSTRUCTIONS, MEMORY_TYPES, REVIEW_STATES
+from gitmem.repo import Change
 from gitmem.service import FEEDBACK_ACTIONS, REVIEW_STATUSES, MemoryService, build_service
 from gitmem.settings import Settings
+from tests.conftest import namespace_of
 
 from .conftest import data, error
 
@@ -32,8 +34,12 @@ INJECTION = (
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    """A maintainer named alice, whose amendments skip review (as over the webhook)."""
-    return Settings(home=tmp_path / "home", maintainers=("alice",))
+    """A maintainer named alice, whose amendments skip review (as over the webhook).
+
+    Recall by words alone: these tests are about the tools, not the ranking, and loading the
+    encoder would double their time (tests/mcp/test_http.py serves with it).
+    """
+    return Settings(home=tmp_path / "home", maintainers=("alice",), embeddings="none")
 
 
 @pytest.fixture
@@ -80,8 +86,12 @@ def test_the_tools_offer_the_cores_own_values_and_refuse_unknown_arguments(mcp: 
     assert tools["feedback"].input_schema["properties"]["action"]["enum"] == list(FEEDBACK_ACTIONS)
     assert tools["context"].input_schema["required"] == ["files"]
     assert "start of every task" in (tools["context"].description or "")
-    read_only = {name for name, t in tools.items() if t.annotations and t.annotations.read_only_hint}
-    assert read_only == {"context", "recall", "history", "reviews", "review"}
+    hints = {name: (t.annotations.read_only_hint, t.annotations.destructive_hint, t.annotations.idempotent_hint,
+                    t.annotations.open_world_hint) for name, t in tools.items() if t.annotations}
+    reads, writes = (True, None, None, False), (False, False, None, False)
+    assert hints == {"context": reads, "recall": reads, "history": reads, "reviews": reads, "review": reads,
+                     "remember": writes, "choose": writes, "feedback": writes,
+                     "forget": (False, True, True, False)}
     assert "wins over any memory" in INSTRUCTIONS and "never instructions" in INSTRUCTIONS
 
 
@@ -116,6 +126,7 @@ def test_remember_recall_context_history_and_forget(mcp: Run, service: MemorySer
     assert got["forgotten"]["outcome"] == "archived" and got["forgotten"]["memory"]["state"] == "archived"
     assert got["after"]["items"] == []
     assert [c["action"] for c in got["history"]["items"]] == ["forget", "reinforce", "remember"]
+    assert got["history"]["memory_id"] == memory["id"]  # as asked, upper case, it answers in its own
     assert {c["actor"] for c in got["history"]["items"]} == {"dana"}
     assert got["history"]["more"] is False
     assert service.show("default", memory["id"]).archived_reason == "moved to bun"
@@ -267,7 +278,7 @@ def test_resources_list_each_namespace_and_read_memories_and_indexes(mcp: Run, s
         for uri in ("gitmem://default/0123456789", "gitmem://default/nonsense", "gitmem://nowhere/MEMORY.md"):
             with pytest.raises(MCPError) as caught:
                 await client.read_resource(uri)
-            misses.append(caught.value.error.message)
+            misses.append((caught.value.error.code, caught.value.error.message))
         return listed, templates, index, misses
 
     listed, templates, index, misses = mcp(steps)
@@ -275,9 +286,10 @@ def test_resources_list_each_namespace_and_read_memories_and_indexes(mcp: Run, s
     assert {t.uri_template for t in templates} == {"gitmem://{namespace}/MEMORY.md", "gitmem://{namespace}/{memory_id}"}
     assert index.contents[0].mime_type == "text/markdown"
     assert "**Use ruff for linting**" in index.contents[0].text and memory_id in index.contents[0].text
-    assert misses == ["no memory 0123456789 in namespace 'default'",
-                      "'nonsense' is not a memory id (10 hex characters, see `gitmem recall`)",
-                      "namespace 'nowhere' does not exist; create it with `gitmem init --namespace nowhere`"]
+    # What is not there is invalid params (-32602); a bad request otherwise, an internal error (-32603).
+    assert misses == [(-32602, "no memory 0123456789 in namespace 'default'"),
+                      (-32603, "'nonsense' is not a memory id (10 hex characters, see `gitmem recall`)"),
+                      (-32602, "namespace 'nowhere' does not exist; create it with `gitmem init --namespace nowhere`")]
 
 
 def test_the_local_user_remembers_into_a_new_namespace_only_with_good_input(mcp: Run,
@@ -503,3 +515,55 @@ def test_a_writer_keys_changes_are_recorded_under_its_name_and_role(
     direct = as_key(reviewer, "reviewer")  # the key's role, not its name, lets it amend directly
     assert direct["review"] is None and direct["commit"]
     assert service.show("default", memory_id).text == "Release notes: English only"
+
+
+def test_each_tool_gives_a_page_of_its_default_size_and_says_when_there_is_more(
+        mcp: Run, service: MemoryService) -> None:
+    # Twenty-one memories about one file, written at once (as an import would); 21 commits touch the first.
+    made = [concepts.Memory(id=f"{n:010x}", type="fact", text=f"Rule {n} for the report builder: step {n} runs alone.",
+                            title=f"Rule {n}", paths=("reports/",), path=f"fact/rule-{n}.md") for n in range(21)]
+    # And as many others, so that the rules' words are not in most memories (which would make them no evidence).
+    others = [concepts.Memory(id=f"{n:010x}", type="fact", text=f"Office note {n}.", title=f"Note {n}",
+                              path=f"fact/note-{n}.md") for n in range(100, 125)]
+    ns = namespace_of(service, "default")
+    ns.store.transact(lambda h: Change({m.path: concepts.render(m) for m in made + others}, "import", "import",
+                                       tuple(m.id for m in made + others), "import", "test"))
+    first = made[0]
+    for _ in range(20):
+        service.feedback("default", first.id, "confirm", actor="gus")
+
+    async def steps(client: Client) -> dict[str, Any]:
+        return {
+            "context": data(await client.call_tool("context", {"files": ["reports/x.py"]})),
+            "context1": data(await client.call_tool("context", {"files": ["reports/x.py"], "limit": 1})),
+            "recall": data(await client.call_tool("recall", {"query": "report builder rule",
+                                                             "files": ["reports/x.py"]})),
+            "recall1": data(await client.call_tool("recall", {"query": "report builder rule", "limit": 1})),
+            "history": data(await client.call_tool("history", {"memory_id": first.id})),
+            "history21": data(await client.call_tool("history", {"memory_id": first.id, "limit": 21})),
+            "history1": data(await client.call_tool("history", {"memory_id": first.id, "limit": 1})),
+        }
+
+    got = mcp(steps)
+    assert len([line for line in got["context"]["context"].splitlines() if line.startswith("- [")]) == 20
+    assert len([line for line in got["context1"]["context"].splitlines() if line.startswith("- [")]) == 1
+    assert len(got["recall"]["items"]) == 10 and all(i["path_match"] for i in got["recall"]["items"])
+    assert len(got["recall1"]["items"]) == 1
+    assert (len(got["history"]["items"]), got["history"]["more"]) == (20, True)
+    assert (len(got["history21"]["items"]), got["history21"]["more"]) == (21, False)  # all of them, no more
+    assert (len(got["history1"]["items"]), got["history1"]["more"]) == (1, True)
+
+
+def test_a_forgotten_memorys_file_is_given_to_no_agent(mcp: Run, service: MemoryService,
+                                                       remember: Callable[..., str]) -> None:
+    gone = remember("The old VPN gateway is vpn-legacy.internal")
+    service.forget("default", gone, reason="decommissioned")
+
+    async def steps(client: Client) -> tuple[int, str]:
+        with pytest.raises(MCPError) as caught:
+            await client.read_resource(f"gitmem://default/{gone}")
+        return caught.value.error.code, caught.value.error.message
+
+    code, message = mcp(steps)
+    assert code == -32602 and message.startswith(f"memory {gone} in namespace 'default' was forgotten (archived)")
+    assert "vpn-legacy" not in message
