@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from gitmem import concepts
+from gitmem.errors import InvalidInput
 from gitmem.mcp import LocalAccess, build_server
 from gitmem.mcp.server import FEEDBACK, INSTRUCTIONS, MEMORY_TYPES, REVIEW_STATES
 from gitmem.repo import Change
@@ -567,3 +568,23 @@ def test_a_forgotten_memorys_file_is_given_to_no_agent(mcp: Run, service: Memory
     code, message = mcp(steps)
     assert code == -32602 and message.startswith(f"memory {gone} in namespace 'default' was forgotten (archived)")
     assert "vpn-legacy" not in message
+
+
+def test_a_key_of_every_namespace_makes_none_through_mcp(as_key: Callable[..., Any], service: MemoryService) -> None:
+    async def steps(client: Client) -> str:
+        return error(await client.call_tool("remember", {"text": "Scratch notes live in /tmp", "namespace": "fresh"}))
+
+    got = as_key(steps, "admin", namespace="*")
+    assert got == ("Error executing tool remember: namespace 'fresh' does not exist; create it with "
+                   "`gitmem init --namespace fresh`")
+    assert service.namespaces() == ["default"]
+
+
+def test_the_local_user_may_do_anything_in_any_namespace_and_names_a_valid_default(service: MemoryService) -> None:
+    local = LocalAccess("dana", "team")
+    assert (local.default_namespace(), local.creates_namespaces) == ("team", True)
+    assert local.require("default", "admin") == local.caller and local.caller.name == "dana"
+    assert local.caller.role is None  # judged by name, as a signed webhook is
+    assert local.readable(["a", "b"]) == ["a", "b"]
+    with pytest.raises(InvalidInput, match="invalid namespace"):
+        LocalAccess("dana", "../etc")
