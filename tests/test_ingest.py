@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from gitmem import extraction, transcripts
+from gitmem import extraction, ingest, transcripts
 from gitmem.errors import InvalidInput
 from gitmem.extraction import Message
+from gitmem.ingest import Ingested
 from gitmem.memories import Candidate
 from gitmem.repo import Buffers
 from gitmem.service import MemoryService
@@ -495,3 +496,177 @@ def test_a_long_buffer_is_split_where_the_topic_changes(tmp_path: Path) -> None:
             service.close()
     (messages,) = seen
     assert [m["id"] for m in messages if m.get("topic_starts")] == ["m0", "m4"]
+
+
+# --- the rules of taking and distilling, one by one --------------------------------------------
+
+
+def test_a_message_without_an_id_gets_one_from_who_said_what_when(svc: MemoryService) -> None:
+    one = {"author": "ana", "time": "2026-12-01T09:00:00Z", "text": "We use pnpm."}
+    ident = ingest.message_id(one)
+    assert ident.startswith("h") and len(ident) == 17 and ident == ingest.message_id(dict(one))
+    assert len({ident, *(ingest.message_id(one | {k: "other"}) for k in ("role", "author", "time", "text"))}) == 5
+    done = svc.ingest("default", "c1", [{"author": "ana", "time": "2026-12-01T09:00:00Z", "text": "We use pnpm."}])
+    again = svc.ingest("default", "c1", [{"author": "ana", "time": "2026-12-01T09:00:00Z", "text": "We use pnpm."}])
+    assert done.accepted is not None and again.accepted is not None
+    assert (done.accepted.added, again.accepted.repeated) == (1, 1)
+    assert svc._namespaces.buffers("default").message("c1", ident) is not None
+
+
+@pytest.mark.parametrize(("message", "error"), [
+    ({"text": "ok", "id": "x" * 201}, "id must be a string or number of at most 200"),
+    ({"text": "ok", "id": True}, "id must be a string or number"),
+    ({"text": "ok", "id": "  "}, "id must be a string or number"),
+    ({"text": "ok", "author": "a" * 201}, "author must be one line of at most 200"),
+    ({"text": "ok", "author": 7}, "author must be one line"),
+    ({"text": "ok", "time": 1700000000}, "ISO 8601"),
+    ({"text": "a\x00b"}, "must not contain NUL bytes"),
+    ({"text": "half a pair \ud800"}, r"text is not valid UTF-8 \(a lone surrogate at character 12\)"),
+    ({"text": "   "}, "non-empty string"),
+    ("just text", "must be an object with text"),
+])
+def test_each_field_of_a_message_is_checked(svc: MemoryService, message: Any, error: str) -> None:
+    with pytest.raises(InvalidInput, match=error):
+        svc.ingest("default", "c1", [message])
+    assert svc.ingest_status("default").get("messages", 0) == 0
+
+
+def test_fields_at_their_limits_are_taken_as_sent(svc: MemoryService) -> None:
+    done = Ingested(svc._ingest.add("default", "c1", [
+        {"id": "x" * 200, "author": "a" * 200, "text": "y" * 20_000},
+        {"id": 42, "author": "  ", "text": "numbers are ids too", "time": "2026-12-01T09:00:00+01:00"},
+        {"id": " m3 ", "role": "assistant", "text": "spaces around an id go"},
+    ]))
+    assert done.accepted is not None and done.accepted.added == 3
+    buffers = svc._namespaces.buffers("default")
+    assert buffers.message("c1", "x" * 200) is not None
+    second = buffers.message("c1", "42")
+    assert second is not None and (second.author, second.time) == (None, "2026-12-01T08:00:00Z")
+    third = buffers.message("c1", "m3")
+    assert third is not None and third.role == "assistant"
+
+
+def test_a_batch_is_a_non_empty_list_of_at_most_a_thousand_from_a_known_source(svc: MemoryService) -> None:
+    for bad, error in [("hello", "non-empty list"), (b"hello", "non-empty list"), ({"text": "x"}, "non-empty list")]:
+        with pytest.raises(InvalidInput, match=error):
+            svc._ingest.add("default", "c1", bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="source must be one of api, cli, slack, claude-code"):
+        svc._ingest.add("default", "c1", said("hello"), source="email")
+    with pytest.raises(InvalidInput, match="1001 messages in one batch; send at most 1000 at a time"):
+        svc._ingest.add("default", "c1", [{"id": f"m{n}", "text": "x"} for n in range(1001)])
+    taken = svc._ingest.add("default", "c1", [{"id": f"m{n}", "text": "x"} for n in range(1000)], source="cli")
+    assert taken.added == 1000 and svc._namespaces.buffers("default").source("c1") == ("cli", {})
+
+
+def test_a_conversation_id_holding_a_secret_is_refused(svc: MemoryService) -> None:
+    with pytest.raises(InvalidInput, match="conversation id"):
+        svc.ingest("default", "ghp_" + "a1B2" * 9, said("hello"))
+    assert svc.ingest_status("default").get("messages", 0) == 0
+
+
+def test_a_reply_thread_starts_with_the_message_it_answers_while_that_one_waits(svc: MemoryService) -> None:
+    svc.ingest("default", "C1", said("Should we move the deploys to Thursdays?"), source="slack")
+    reply = svc.ingest("default", "C1:t1", said("No, keep Fridays off limits.", start=5), source="slack",
+                       context=("C1", "m1"))
+    assert reply.accepted is not None and reply.accepted.added == 2
+    buffers = svc._namespaces.buffers("default")
+    sealed = buffers.seal("C1:t1", "asked")
+    assert [m.message_id for m in buffers.messages(sealed or "")] == ["m1", "m5"]
+    # Only a new conversation takes the copy; and only of a message still waiting.
+    more = svc.ingest("default", "C1:t1", said("Agreed.", start=6), context=("C1", "m1"))
+    assert more.accepted is not None and more.accepted.added == 1
+    gone = svc.ingest("default", "C1:t2", said("Fine.", start=7), context=("C1", "m404"))
+    assert gone.accepted is not None and gone.accepted.added == 1
+
+
+def test_what_was_masked_is_counted_per_batch(svc: MemoryService) -> None:
+    clean = svc.ingest("default", "c1", said("Nothing secret here."))
+    assert clean.accepted is not None and clean.accepted.masked == 0
+    keys = svc.ingest("default", "c1", said("Keys AKIAIOSFODNN7EXAMPLE and AKIAIOSFODNN7EXAMPLF.", start=2))
+    assert keys.accepted is not None and keys.accepted.masked == 2
+
+
+def test_sealing_one_conversation_the_idle_ones_or_all(svc: MemoryService) -> None:
+    for name in ("a", "b", "c"):
+        svc.ingest("default", name, said("hello"))
+    buffers = svc._namespaces.buffers("default")
+    (one,) = svc._ingest.seal("default", conversation="a")
+    assert svc._ingest.seal("default", idle=3600) == []
+    idle = svc._ingest.seal("default", idle=0)
+    svc.ingest("default", "d", said("hello"))
+    rest = svc._ingest.seal("default")
+    assert svc._ingest.seal("default") == []
+    reasons = {b.conversation: b.reason for b in buffers.recent()}
+    assert reasons == {"a": "asked", "b": "idle 0 s", "c": "idle 0 s", "d": "asked"}
+    assert svc._ingest.due("default") == [one, *idle, *rest]  # oldest first
+
+
+def test_the_status_shows_the_ten_newest_buffers(svc: MemoryService) -> None:
+    for n in range(11):
+        svc.ingest("default", f"c{n}", said("hello"))
+        svc._ingest.seal("default", conversation=f"c{n}")
+    recent = svc.ingest_status("default")["recent"]
+    assert [r["conversation"] for r in recent] == [f"c{n}" for n in range(10, 0, -1)]
+    assert recent[0] == {"id": recent[0]["id"], "conversation": "c10", "state": "sealed", "tokens": 2,
+                         "messages": 1, "attempts": 0, "error": None, "commit": None}
+
+
+def test_distilling_a_buffer_that_is_not_there_or_taken(svc: MemoryService) -> None:
+    with pytest.raises(InvalidInput, match="no buffer 'nope' in namespace 'default'"):
+        svc.distil("default", "nope")
+    done = svc.ingest("default", "c1", said("Remember: the staging cluster is eks-staging."), flush=True)
+    (first,) = done.distilled
+    again = svc.distil("default", first.buffer)
+    assert (again.outcome, again.commit) == ("busy", first.commit)
+
+
+def test_a_buffer_with_nothing_to_remember_is_done_without_a_commit(svc: MemoryService) -> None:
+    head = svc.head("default")
+    done = svc.ingest("default", "c1", said("ok thanks", "see you"), flush=True)
+    (distilled,) = done.distilled
+    assert (distilled.outcome, distilled.commit) == ("nothing", None)
+    assert svc.head("default") == head and svc.ingest_status("default")["buffers_done"] == 1
+
+
+def test_the_commit_says_what_was_distilled_from_where_and_by_whom(svc: MemoryService) -> None:
+    conversation = "C0123:" + "1" * 80
+    svc.ingest("default", conversation, [
+        {"id": "u1", "author": "bo", "text": "No, we use pnpm, not npm."},
+        {"id": "a1", "role": "assistant", "author": "bot", "text": "Noted."},
+        {"id": "u2", "author": "ana", "text": "Remember: deploys need a green build."},
+        {"id": "u3", "author": "bo", "text": "Never deploy on Fridays."},
+    ], source="slack", flush=True)
+    (commit,) = svc.log("default", limit=1)
+    assert commit.summary == f"ingest: 3 from {conversation}"[:72]
+    assert (f"Distilled 4 messages (25 tokens, sealed: asked) of conversation {conversation} from slack, said by "
+            "ana, bo.") in commit.message
+    memories = {m.text: m for m in svc.list("default")}
+    assert {m.source for m in memories.values()} == {"slack"}
+    assert memories["Deploys need a green build."].state == "active"
+    assert memories["We use pnpm, not npm."].state == "pending"
+
+
+def test_a_commit_of_a_conversation_nobody_named_says_so(svc: MemoryService) -> None:
+    svc.ingest("default", "c1", [{"id": "u1", "text": "Remember: one message."}], flush=True)
+    (commit,) = svc.log("default", limit=1)
+    assert "Distilled 1 message (" in commit.message and "of conversation c1 from api." in commit.message
+
+
+def test_after_ten_failures_the_wait_stops_doubling(settings: Settings) -> None:
+    with running(lambda r: Status(500)) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url, llm_retries=0, ingest_retry_seconds=1))
+        service.init("default")
+        try:
+            service.ingest("default", "c1", said("Reports read the SaaS MySQL replica."))
+            (buffer_id,) = service._ingest.seal("default")
+            buffers = service._namespaces.buffers("default")
+            assert isinstance(buffers, Buffers)
+            for attempts, wait in [(9, 512), (10, 1024), (12, 1024)]:
+                buffers.db.execute("UPDATE buffers SET attempts = ?, not_before = 0 WHERE id = ?",
+                                   (attempts, buffer_id))
+                before = time.time()
+                assert service.distil("default", buffer_id).outcome == "failed"
+                found = buffers.get(buffer_id)
+                assert found is not None and before + wait <= found.not_before <= time.time() + wait, attempts
+        finally:
+            service.close()
