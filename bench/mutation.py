@@ -60,6 +60,9 @@ class Target:
         return [*self.tests, *(["-k", self.select] if self.select else [])]
 
 
+_NO_SEGMENTS = ("a conversation of fewer than seven messages has no topic boundary (extraction.boundaries needs "
+                "six cosines): asking the encoder from five, six or seven messages on gives the same segments")
+
 TARGETS: dict[str, Target] = {
     "concepts": Target("gitmem/concepts.py", ("tests/test_concepts.py",)),
     "similarity": Target("gitmem/similarity.py", ("tests/test_similarity.py",)),
@@ -75,8 +78,27 @@ TARGETS: dict[str, Target] = {
     "pushes": Target("gitmem/pushes.py", ("tests/web/test_push.py", "tests/web/test_push_checks.py")),
     "pushrules": Target("gitmem/pushrules.py", ("tests/web/test_push_checks.py", "tests/web/test_push.py")),
     "receive": Target("gitmem/repo/receive.py", ("tests/test_receive.py",)),
-    "ingest": Target("gitmem/ingest.py", ("tests/test_ingest.py",)),
-    "buffers": Target("gitmem/repo/buffers.py", ("tests/test_buffers_contract.py",)),
+    "ingest": Target(
+        "gitmem/ingest.py", ("tests/test_ingest.py",),
+        select="not labelled and not offline and not questions and not topic_boundaries and not token_estimates "
+               "and not claude_code and not transcript and not hangs",
+        note="less the tests of the offline rules and transcripts (gitmem/extraction.py, gitmem/transcripts.py) "
+             "and of a model that hangs (its timeout is the LLM port's)",
+        equivalent=(
+            ("len(messages) < 5", _NO_SEGMENTS),
+            ("len(messages) < 7", _NO_SEGMENTS),
+            ("len(messages) <= 6", _NO_SEGMENTS),
+            ("len(messages) != 6", _NO_SEGMENTS),
+        )),
+    "buffers": Target(
+        "gitmem/repo/buffers.py", ("tests/test_buffers_contract.py",), select="not redis",
+        note="the contract on SQLite (its Redis half pins gitmem/repo/redisbuffers.py, not this module)",
+        equivalent=(
+            ("[ -1]", "each indexed read here is of one row (by primary key, or a message id taken once) or of "
+                      "one column: its last is its first"),
+            ("not_before: float = ", "both backends build every Sealed with its not_before: the default is "
+                                     "never used"),
+        )),
     "staleness": Target("gitmem/reviews/staleness.py", ("tests/test_reviews.py",)),
     "review-decisions": Target("gitmem/reviews/decisions.py",
                                ("tests/test_review_decisions.py", "tests/test_reviews.py")),
@@ -85,10 +107,14 @@ TARGETS: dict[str, Target] = {
     "review-listing": Target("gitmem/reviews/listing.py", ("tests/test_reviews.py",)),
     "review-reading": Target("gitmem/reviews/reading.py", ("tests/test_reviews.py",)),
     "review-links": Target("gitmem/reviews/links.py", ("tests/test_reviews.py",)),
-    "mcp": Target("gitmem/mcp/server.py", ("tests/mcp/test_server.py",)),
-    "mcp-access": Target("gitmem/mcp/access.py", ("tests/mcp/test_server.py",)),
-    "recall": Target("gitmem/recall.py", ("tests/test_truth.py", "tests/test_service.py")),
-    "ranking": Target("gitmem/ranking.py", ("tests/test_truth.py", "tests/test_service.py")),
+    "mcp": Target("gitmem/mcp/server.py", ("tests/mcp/test_server.py",), select="not sdk_loads",
+                  note="less the test that imports the CLI and the web app in a new process"),
+    "mcp-access": Target("gitmem/mcp/access.py", ("tests/mcp/test_server.py",), select="not sdk_loads"),
+    "recall": Target("gitmem/recall.py", ("tests/test_recall.py",),
+                     note="each rule on a few memories (tests/test_truth.py and tests/test_service.py measure "
+                          "the ranking on real data, in minutes)"),
+    "ranking": Target("gitmem/ranking.py", ("tests/test_ranking.py",),
+                      note="the pure ranking functions, number by number (the end-to-end recall tests are slow)"),
     "importers": Target("gitmem/importers/__init__.py", ("tests/test_importers.py",)),
     "importers-items": Target("gitmem/importers/items.py", ("tests/test_importers.py",)),
     "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_importers.py",)),
