@@ -113,8 +113,22 @@ TARGETS: dict[str, Target] = {
     "recall": Target("gitmem/recall.py", ("tests/test_recall.py",),
                      note="each rule on a few memories (tests/test_truth.py and tests/test_service.py measure "
                           "the ranking on real data, in minutes)"),
-    "ranking": Target("gitmem/ranking.py", ("tests/test_ranking.py",),
-                      note="the pure ranking functions, number by number (the end-to-end recall tests are slow)"),
+    "ranking": Target(
+        "gitmem/ranking.py", ("tests/test_ranking.py",),
+        note="the pure ranking functions, number by number (the end-to-end recall tests are slow)",
+        equivalent=(
+            ('path = path[ 1:] if path.startswith("./")', "dropping only the dot of a leading ./ leaves a / that "
+                                                          "the loop drops next"),
+            ("if total == 0:", "word weights are never negative (0, or the log of more than 1): a total at or "
+                               "under 0 is 0"),
+            ("if w != 0)", "word weights are never negative: a weight that is not 0 is over 0"),
+            ("if x != 0 and w in terms", "word weights are never negative: a weight that is not 0 is over 0"),
+            ("in_order(pairs, terms) >= 1.0", "a share is never over 1"),
+            ("len(t) <= 1 and is_cjk(t)", "no term is empty"),
+            ("chinese(query) is not chinese(terms)", "chinese() gives a bool, and True and False are singletons"),
+            ('if state >= "pending":', "of the states (active, pending, archived) only pending sorts at or after "
+                                       "'pending'"),
+        )),
     "importers": Target("gitmem/importers/__init__.py", ("tests/test_importers.py",)),
     "importers-items": Target("gitmem/importers/items.py", ("tests/test_importers.py",)),
     "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_importers.py",)),

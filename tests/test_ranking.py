@@ -50,6 +50,9 @@ def memory(**fields: object) -> Memory:
     ("./", "x.py", False),
     ("*", "", False),  # no file, no match, whatever the glob
     ("*", "./", False),
+    ("web/app.py", "api/x.py", False),  # a file that sorts before the pattern is not under it
+    ("web/app.py", "web/", False),
+    ("notes/a[1].md", " notes/a[1].md", True),  # the file itself, though as a glob it would not match
 ])
 def test_a_memorys_path_covers_the_file_itself_what_is_under_a_folder_and_a_glob(pattern: str, file: str,
                                                                                  matches: bool) -> None:
@@ -79,6 +82,8 @@ def test_in_a_small_namespace_even_a_common_word_is_evidence() -> None:
     got = ranking.weights(["most"], {"most": 18}, 19)
     assert got == {"most": close(math.log(1 + 1.5 / 18.5))}
     assert ranking.weights(["most"], {"most": 19}, 20) == {"most": 0.0}
+    assert ranking.weights(["most", "half"], {"most": 30, "half": 20}, 40) == {"most": 0.0,
+                                                                              "half": close(math.log(2))}
 
 
 # --- relevance by words ----------------------------------------------------------------------------
@@ -103,6 +108,7 @@ def test_a_quoted_memory_holds_every_informative_word_and_every_pair() -> None:
     assert not ranking.quoted(weighted, ["deploy_fridays"], {"deploy", "fridays"})  # not in that order
     assert not ranking.quoted(weighted, [], {"deploy", "the"})
     assert ranking.quoted(weighted, [], {"deploy", "fridays"})
+    assert not ranking.quoted({"deploy": 0.5, "fridays": 2.0}, [], {"fridays"})  # a light word is a word
 
 
 def test_a_memory_holding_less_than_half_the_information_is_no_hit_by_words() -> None:
@@ -141,10 +147,13 @@ def test_mostly_chinese_means_more_chinese_terms_than_others() -> None:
     assert ranking.chinese({"发版", "周五", "main"})
     assert not ranking.chinese({"发版", "main"})  # a tie is not mostly
     assert not ranking.chinese(set())
+    assert not ranking.chinese({"发版", "周五", "main", "dev"})
+    assert ranking.chinese({"发版", "周五", "合并", "main", "dev"})
 
 
 def test_the_cosine_floor_is_lower_across_languages_only() -> None:
     assert ranking.floor_for(0.5, {"发版", "周五"}, {"release", "friday"}) == close(0.43)
+    assert ranking.floor_for(0.5, {"release"}, {"发版", "周五"}) == close(0.43)
     assert ranking.floor_for(0.5, {"release"}, {"deploy", "friday"}) == 0.5
     assert ranking.floor_for(0.5, {"发版"}, {"周五"}) == 0.5
     assert ranking.floor_for(0.5, set(), {"周五"}) == 0.5
@@ -217,6 +226,7 @@ def test_the_score_is_relevance_times_potency_over_one_plus_the_age_in_months() 
     assert ranking.score_from("active", AT - 30 * DAY, 0.5, 0.8, AT, path_match=False) == close(0.2)
     assert ranking.score_from("active", AT - 15 * DAY, 1.0, 0.6, AT, path_match=False) == close(0.4)
     assert ranking.score_from("active", AT + 15 * DAY, 1.0, 0.6, AT, path_match=False) == close(0.6)  # no bonus
+    assert ranking.score_from("active", AT - 1.5 * DAY, 1.0, 0.6, AT, path_match=False) == close(0.6 / 1.05)
 
 
 def test_a_path_match_doubles_the_score_and_pending_halves_it() -> None:
