@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -579,11 +580,17 @@ def test_a_reply_thread_starts_with_the_message_it_answers_while_that_one_waits(
     assert gone.accepted is not None and gone.accepted.added == 1
 
 
-def test_what_was_masked_is_counted_per_batch(svc: MemoryService) -> None:
+def test_what_was_masked_is_counted_per_batch_and_logged_without_it(svc: MemoryService,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="gitmem.ingest")
     clean = svc.ingest("default", "c1", said("Nothing secret here."))
     assert clean.accepted is not None and clean.accepted.masked == 0
+    assert not [r for r in caplog.records if "masked" in r.getMessage()]
     keys = svc.ingest("default", "c1", said("Keys AKIAIOSFODNN7EXAMPLE and AKIAIOSFODNN7EXAMPLF.", start=2))
     assert keys.accepted is not None and keys.accepted.masked == 2
+    assert [r.getMessage() for r in caplog.records if "masked" in r.getMessage()] == [
+        "ingest default/c1: masked 2 secrets"]
+    assert "AKIA" not in caplog.text
 
 
 def test_sealing_one_conversation_the_idle_ones_or_all(svc: MemoryService) -> None:
