@@ -677,3 +677,17 @@ def test_after_ten_failures_the_wait_stops_doubling(settings: Settings) -> None:
                 assert found is not None and before + wait <= found.not_before <= time.time() + wait, attempts
         finally:
             service.close()
+
+
+def test_what_a_batch_did_as_the_api_answers_it(svc: MemoryService) -> None:
+    done = svc.ingest("default", "c1", said("Remember: the staging cluster is eks-staging."), flush=True)
+    (distilled,) = done.distilled
+    out = done.to_dict()
+    assert out == {"conversation": "c1", "added": 1, "repeated": 0, "masked": 0, "sealed": [distilled.buffer],
+                   "active_tokens": 0, "queued": [], "distilled": [{
+                       "buffer": distilled.buffer, "outcome": "written", "commit": distilled.commit,
+                       "counts": dict(distilled.counts), "error": None,
+                       "items": [i.to_dict() for i in distilled.items]}]}
+    assert out["distilled"][0]["items"][0]["outcome"] == "added"
+    flushed = svc.flush("default").to_dict()
+    assert flushed == {"distilled": [], "queued": []}  # nothing was taken, nothing was due
