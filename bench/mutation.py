@@ -109,8 +109,17 @@ TARGETS: dict[str, Target] = {
     "review-listing": Target("gitmem/reviews/listing.py", ("tests/test_reviews.py",)),
     "review-reading": Target("gitmem/reviews/reading.py", ("tests/test_reviews.py",)),
     "review-links": Target("gitmem/reviews/links.py", ("tests/test_reviews.py",)),
-    "mcp": Target("gitmem/mcp/server.py", ("tests/mcp/test_server.py",), select="not sdk_loads",
-                  note="less the test that imports the CLI and the web app in a new process"),
+    "mcp": Target(
+        "gitmem/mcp/server.py", ("tests/mcp/test_server.py",), select="not sdk_loads",
+        note="less the test that imports the CLI and the web app in a new process",
+        equivalent=(
+            ("convert_result: bool = True", "the SDK passes convert_result on every call: the default is never used"),
+            ('if error["type"] <= "extra_forbidden":', "no argument of these tools (strings, numbers, lists, "
+                                                       "literals, options) fails with an error type that sorts "
+                                                       "before extra_forbidden (bool, bytes, date, dict...)"),
+            ("arbitrary_types_allowed=False", "every argument is of a type pydantic knows: none is arbitrary"),
+            ("model_json_schema(by_alias=False)", "no argument has an alias"),
+        )),
     "mcp-access": Target("gitmem/mcp/access.py", ("tests/mcp/test_server.py",), select="not sdk_loads"),
     "recall": Target("gitmem/recall.py", ("tests/test_recall.py",),
                      note="each rule on a few memories (tests/test_truth.py and tests/test_service.py measure "

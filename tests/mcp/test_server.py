@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import subprocess
@@ -191,6 +192,7 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("context", {"files": "package.json"}, "'files': Input should be a valid list"),
     ("remember", {"text": "x", "type": "rumour"}, "'type': Input should be 'fact', 'preference'"),
     ("remember", {"text": "   "}, "text is empty: say what to remember"),
+    ("remember", {"text": 5}, "'text': Input should be a valid string"),
     ("remember", {"text": "x" * 4001}, "text is 4001 characters; the limit is 4000"),
     ("remember", {"text": "ok", "namespace": "../etc"}, "invalid namespace '../etc'"),
     ("feedback", {"memory_id": "123", "action": "confirm"}, "'123' is not a memory id (10 hex characters"),
@@ -588,3 +590,24 @@ def test_the_local_user_may_do_anything_in_any_namespace_and_names_a_valid_defau
     assert local.readable(["a", "b"]) == ["a", "b"]
     with pytest.raises(InvalidInput, match="invalid namespace"):
         LocalAccess("dana", "../etc")
+
+
+def test_reading_a_memorys_file_is_a_use_and_a_pending_one_is_given(mcp: Run, service: MemoryService,
+                                                                    remember: Callable[..., str]) -> None:
+    live = remember("Staging resets every night at 02:00")
+    pending = service.remember("default", "Staging keeps a week of logs", source="agent", state="pending").memory
+    assert pending is not None
+
+    async def steps(client: Client) -> list[str]:
+        return [(await client.read_resource(f"gitmem://default/{i}")).contents[0].text for i in (live, pending.id)]
+
+    live_file, pending_file = mcp(steps)
+    assert "Staging resets every night at 02:00" in live_file
+    assert "state: pending" in pending_file and "Staging keeps a week of logs" in pending_file
+    assert service.status("default")["pending_uses"] == 2  # an agent fetched each: a use of each
+
+
+def test_a_callers_identity_cannot_be_changed_once_it_is_checked() -> None:
+    caller = LocalAccess("dana", "default").require("default", "writer")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        caller.name = "the-cto"  # type: ignore[misc]
