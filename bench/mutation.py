@@ -85,6 +85,8 @@ TARGETS: dict[str, Target] = {
         note="less the tests of the offline rules and transcripts (gitmem/extraction.py, gitmem/transcripts.py) "
              "and of a model that hangs (its timeout is the LLM port's)",
         equivalent=(
+            ('if source >= "slack" else', "of the sources (api, cli, slack, claude-code) only slack sorts at or "
+                                          "after 'slack'"),
             ('what=f"{where}.id")[ -1]', "the list checked holds one id: its last is its first"),
             ('what=f"{where}.author")[ -1]', "the list checked holds one author: its last is its first"),
             ("len(messages) < 5", _NO_SEGMENTS),

@@ -691,3 +691,38 @@ def test_what_a_batch_did_as_the_api_answers_it(svc: MemoryService) -> None:
     assert out["distilled"][0]["items"][0]["outcome"] == "added"
     flushed = svc.flush("default").to_dict()
     assert flushed == {"distilled": [], "queued": []}  # nothing was taken, nothing was due
+
+
+def test_the_model_is_told_when_each_message_was_said(settings: Settings) -> None:
+    with running(model_answer) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url))
+        service.init("default")
+        try:
+            service.ingest("default", "c1", [
+                {"id": "m1", "text": "Reports read the SaaS MySQL replica.", "time": "2026-12-01T09:30:00+01:00"},
+                {"id": "m2", "text": "The CSV exports are stale."}], flush=True)
+        finally:
+            service.close()
+        (request,) = fake.requests
+    assert [(m["id"], m["time"]) for m in request.messages] == [("m1", "2026-12-01T08:30:00Z"), ("m2", None)]
+
+
+def test_a_copied_first_message_of_a_thread_is_not_counted_as_masked_twice(svc: MemoryService) -> None:
+    svc.ingest("default", "C1", said("Deploy with AKIAIOSFODNN7EXAMPLE on Fridays?"), source="slack")
+    svc.ingest("default", "C1:t1", said("No, never on Fridays.", start=2), source="slack", context=("C1", "m1"))
+    buffers = svc._namespaces.buffers("default")
+    copy = buffers.message("C1:t1", "m1")
+    assert copy is not None and "AKIA" not in copy.text and copy.masked == 0
+    assert svc.ingest_status("default")["masked"] == 1
+
+
+def test_the_search_for_a_buffers_commit_stops_an_hour_before_it_was_sealed(svc: MemoryService) -> None:
+    """A commit made more than an hour before a buffer was sealed cannot hold it: the search stops there."""
+    svc.ingest("default", "c1", said("We use uv instead of pip for Python packages."))
+    (buffer_id,) = svc._ingest.seal("default")
+    svc.remember_many("default", [Candidate("We use uv instead of pip.", source="agent", state="pending")],
+                      message="ingest: 1", action="ingest", trailers=(("Ingest-Buffer", buffer_id),))
+    buffers = svc._namespaces.buffers("default")
+    assert isinstance(buffers, Buffers)
+    buffers.db.execute("UPDATE buffers SET sealed = sealed + 7200 WHERE id = ?", (buffer_id,))  # sealed 2 h later
+    assert svc.distil("default", buffer_id).outcome == "written"
