@@ -114,6 +114,7 @@ def test_a_quoted_memory_holds_every_informative_word_and_every_pair() -> None:
 def test_a_memory_holding_less_than_half_the_information_is_no_hit_by_words() -> None:
     weighted = {"a": 1.0, "b": 1.0, "c": 2.0}
     assert ranking.lexical(weighted, [], {"a"}) is None  # a quarter
+    assert ranking.lexical({"a": 0.45, "b": 0.55}, [], {"a"}) is None  # nearly half is not half
     assert ranking.lexical(weighted, [], {"a", "b", "x"}) is not None  # exactly half: a hit
     assert ranking.lexical(weighted, [], {"a", "b", "x"}) == close(0.75 * 0.5 + 0.15 * 0.5 + 0.10 * 2 / 3)
 
