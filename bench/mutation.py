@@ -93,6 +93,9 @@ TARGETS: dict[str, Target] = {
             ("len(messages) < 7", _NO_SEGMENTS),
             ("len(messages) <= 6", _NO_SEGMENTS),
             ("len(messages) != 6", _NO_SEGMENTS),
+            ("len(messages) == 6", _NO_SEGMENTS),
+            ('{"already": False}', "a done buffer's result is kept for whoever opens the buffer file; gitmem never "
+                                   "reads it back"),
         )),
     "buffers": Target(
         "gitmem/repo/buffers.py", ("tests/test_buffers_contract.py",), select="not redis",

@@ -567,14 +567,14 @@ def test_a_conversation_id_holding_a_secret_is_refused(svc: MemoryService) -> No
 
 def test_a_reply_thread_starts_with_the_message_it_answers_while_that_one_waits(svc: MemoryService) -> None:
     svc.ingest("default", "C1", said("Should we move the deploys to Thursdays?"), source="slack")
-    reply = svc.ingest("default", "C1:t1", said("No, keep Fridays off limits.", start=5), source="slack",
+    reply = svc.ingest("default", "C1:t1", said("No, keep Fridays off limits.", "Agreed.", start=5), source="slack",
                        context=("C1", "m1"))
-    assert reply.accepted is not None and reply.accepted.added == 2
+    assert reply.accepted is not None and reply.accepted.added == 3
     buffers = svc._namespaces.buffers("default")
     sealed = buffers.seal("C1:t1", "asked")
-    assert [m.message_id for m in buffers.messages(sealed or "")] == ["m1", "m5"]
+    assert [m.message_id for m in buffers.messages(sealed or "")] == ["m1", "m5", "m6"]  # what it answers first
     # Only a new conversation takes the copy; and only of a message still waiting.
-    more = svc.ingest("default", "C1:t1", said("Agreed.", start=6), context=("C1", "m1"))
+    more = svc.ingest("default", "C1:t1", said("Agreed again.", start=8), context=("C1", "m1"))
     assert more.accepted is not None and more.accepted.added == 1
     gone = svc.ingest("default", "C1:t2", said("Fine.", start=7), context=("C1", "m404"))
     assert gone.accepted is not None and gone.accepted.added == 1
