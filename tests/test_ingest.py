@@ -726,3 +726,28 @@ def test_the_search_for_a_buffers_commit_stops_an_hour_before_it_was_sealed(svc:
     assert isinstance(buffers, Buffers)
     buffers.db.execute("UPDATE buffers SET sealed = sealed + 7200 WHERE id = ?", (buffer_id,))  # sealed 2 h later
     assert svc.distil("default", buffer_id).outcome == "written"
+
+
+def test_a_conversation_is_distilled_whole_when_the_embeddings_endpoint_fails_to_segment_it(
+        settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    texts = ["Which package manager does the web app use?", "We use pnpm, not npm.",
+             "And the lockfile is pnpm-lock.yaml, commit it.", "pnpm install runs in CI with --frozen-lockfile.",
+             "Now about deploys: when can we ship the hotfix?", "Never deploy to production on Fridays.",
+             "Deploys go through the release pipeline.", "The pipeline needs a green build before it deploys."]
+
+    def embedder(batch: list[str]) -> Any:
+        if len(batch) == len(texts):  # the whole conversation, to find its topics: the endpoint fails
+            return Status(503)
+        return [[1.0 + (hash(t) % 7), 1.0, 0.5] for t in batch]
+
+    with running(lambda r: answer(memories=[]), embedder) as fake:
+        service = MemoryService(settings.with_(embed_base_url=fake.url, embeddings="endpoint", embed_retries=0))
+        service.init("default")
+        try:
+            done = service.ingest("default", "c1", [{"id": f"m{i}", "text": t} for i, t in enumerate(texts)],
+                                  flush=True)
+        finally:
+            service.close()
+        assert [len(batch) for batch in fake.embedded][:1] == [len(texts)]
+    assert [d.outcome for d in done.distilled] == ["written"]
+    assert "topic segmentation skipped" in caplog.text
