@@ -738,7 +738,7 @@ def test_a_conversation_is_distilled_whole_when_the_embeddings_endpoint_fails_to
     def embedder(batch: list[str]) -> Any:
         if len(batch) == len(texts):  # the whole conversation, to find its topics: the endpoint fails
             return Status(503)
-        return [[1.0 + (hash(t) % 7), 1.0, 0.5] for t in batch]
+        return [[1.0 + len(t) % 7, 1.0, 0.5] for t in batch]
 
     with running(lambda r: answer(memories=[]), embedder) as fake:
         service = MemoryService(settings.with_(embed_base_url=fake.url, embeddings="endpoint", embed_retries=0))
