@@ -94,6 +94,12 @@ TARGETS: dict[str, Target] = {
             ("len(messages) <= 6", _NO_SEGMENTS),
             ("len(messages) != 6", _NO_SEGMENTS),
             ("len(messages) == 6", _NO_SEGMENTS),
+            ('r.author and r.role >= "user"', "of the roles (user, assistant, system, tool) only user sorts at or "
+                                              "after 'user'"),
+            ("self.semantics is None and not self.semantics.enabled",
+             "the service always gives ingestion its Semantics, so the first test is never true"),
+            ("not self.semantics.enabled and len(messages) < 6", "with the encoder off, embed gives None, which "
+                                                                 "gives no segments as well"),
             ('{"already": False}', "a done buffer's result is kept for whoever opens the buffer file; gitmem never "
                                    "reads it back"),
         )),
