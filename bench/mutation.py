@@ -97,7 +97,8 @@ TARGETS: dict[str, Target] = {
             ('r.author and r.role >= "user"', "of the roles (user, assistant, system, tool) only user sorts at or "
                                               "after 'user'"),
             ("self.semantics is None and not self.semantics.enabled",
-             "the service always gives ingestion its Semantics, so the first test is never true"),
+             "the service always gives ingestion its Semantics, and with the encoder off embed gives None, "
+             "which gives no segments as well"),
             ("not self.semantics.enabled and len(messages) < 6", "with the encoder off, embed gives None, which "
                                                                  "gives no segments as well"),
             ('{"already": False}', "a done buffer's result is kept for whoever opens the buffer file; gitmem never "
