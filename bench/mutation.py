@@ -133,9 +133,27 @@ TARGETS: dict[str, Target] = {
             ("model_json_schema(by_alias=False)", "no argument has an alias"),
         )),
     "mcp-access": Target("gitmem/mcp/access.py", ("tests/mcp/test_server.py",), select="not sdk_loads"),
-    "recall": Target("gitmem/recall.py", ("tests/test_recall.py",),
-                     note="each rule on a few memories (tests/test_truth.py and tests/test_service.py measure "
-                          "the ranking on real data, in minutes)"),
+    "recall": Target(
+        "gitmem/recall.py", ("tests/test_recall.py",),
+        note="each rule on a few memories (tests/test_truth.py and tests/test_service.py measure the ranking on "
+             "real data, in minutes)",
+        equivalent=(
+            ("tier = -1 if matched", "a tier under 0 sorts first, as 0 does"),
+            *((text, "the cosine filter only narrows the pool: a memory under the lowest floor is no hit by its "
+                     "meaning, and one that is a hit by its words is in the pool by them")
+              for text in ("if cos is not lowest)", "if cos != lowest)", "if cos > lowest)")),
+            ("for w, x in weighted.items() if x != 0]", "word weights are never negative: not 0 is over 0"),
+            ("relevance.get(new_id, -1.0)", "a relevance is never negative"),
+            ('memory.state >= "pending"', "of the states (active, pending, archived) only pending sorts at or after "
+                                          "'pending'"),
+            ('c.state >= "pending"', "of the states (active, pending, archived) only pending sorts at or after "
+                                     "'pending'"),
+            ('lexicon.scope(k) >= "tool"', "of the scopes (global, language, library, tool) only tool sorts at or "
+                                           "after 'tool'"),
+            *((text, "j starts at i or i + 1: a hit compared with itself is never newer than itself")
+              for text in ("range(i // 1, len(out))", "range(i * 1, len(out))", "range(i | 1, len(out))")),
+            ("if i == offset + limit:", "i counts up from 0 by one, so it meets offset + limit before passing it"),
+        )),
     "ranking": Target(
         "gitmem/ranking.py", ("tests/test_ranking.py",),
         note="the pure ranking functions, number by number (the end-to-end recall tests are slow)",

@@ -235,15 +235,16 @@ def test_a_hit_as_json_rounds_its_numbers_and_shows_a_techchoices_options() -> N
     choice = made(type="techchoice", text="Package manager", active="pnpm",
                   options=(concepts.Option("pnpm", pros=("fast",), cons=("rare",)),
                            concepts.Option("npm", pros=("bundled",), cons=("slow",))))
-    assert "| pnpm (active) | fast | rare |" in recall.Hit(choice, 1.0, 1.0).to_dict()["options_table"]
+    shown = recall.Hit(choice, 1.0, 1.0).to_dict()
+    assert "| pnpm (active) | fast | rare |" in shown["options_table"] and shown["path_match"] is False
 
 
 # --- the context block -----------------------------------------------------------------------------
 
 
 def test_context_puts_the_files_own_memories_first_then_their_kind_then_team_rules(svc: MemoryService) -> None:
-    own = made(text="Reports read the SaaS MySQL replica.", paths=("reports/",), potency=0.3)
-    python = made(text="Python code is formatted with ruff.", potency=0.5)
+    own = made(text="Reports read the SaaS MySQL replica.", paths=("reports/",), potency=0.2)
+    python = made(text="Python code is formatted with ruff.", potency=0.5)  # stronger, yet after the file's own
     team = made(text="Every change goes through review.", potency=0.9)
     weaker = made(text="Every release is tagged.", potency=0.7)
     rust = made(text="Rust crates pin their toolchain.", potency=0.9)
@@ -254,12 +255,13 @@ def test_context_puts_the_files_own_memories_first_then_their_kind_then_team_rul
     hits = svc.context_hits("default", ["reports/daily.py"])
     assert ids(hits) == [own.id, python.id, team.id, weaker.id]
     assert [h.path_match for h in hits] == [True, False, False, False]
-    assert hits[0].score == pytest.approx(0.3 * 2, rel=1e-3) and hits[2].score == pytest.approx(0.9, rel=1e-3)
+    assert hits[0].score == pytest.approx(0.2 * 2, rel=1e-3) and hits[2].score == pytest.approx(0.9, rel=1e-3)
     assert ids(svc.context_hits("default", ["reports/daily.py"], limit=2)) == [own.id, python.id]
     with pytest.raises(InvalidInput, match="limit must be between 1 and 1000"):
         svc.context_hits("default", ["x.py"], limit=0)
     with pytest.raises(InvalidInput, match="limit must be between 1 and 1000"):
         svc.context_hits("default", ["x.py"], limit=1001)
+    assert len(svc.context_hits("default", ["reports/daily.py"], limit=1000)) == 4
 
 
 def test_context_with_a_query_keeps_the_hits_that_apply_to_the_files(svc: MemoryService) -> None:
@@ -353,7 +355,9 @@ def test_a_discussion_is_its_comments_oldest_first(svc: MemoryService) -> None:
     assert svc.discussion("default", memory.id) == []
     svc.feedback("default", memory.id, "discuss", actor="hal", text="Even for tools?")
     svc.feedback("default", memory.id, "discuss", actor="ida", text="Yes.")
+    before = concepts.now()
     thread = svc.discussion("default", memory.id)
+    assert all(c.at <= before for c in thread)  # when each was said, not when it was read
     assert [(c.actor, c.text) for c in thread] == [("hal", "Even for tools?"), ("ida", "Yes.")]
     assert thread[0].to_dict()["at"].endswith("Z") and thread[0].to_dict()["actor"] == "hal"
 
@@ -393,3 +397,59 @@ def test_a_memory_the_encoder_cannot_place_is_found_by_the_querys_own_words_only
     put(meaning, odd, made(text="The CI runs on every push to main."))
     assert ids(meaning.recall("default", "maintenance mode instructions")) == [odd.id]
     assert ids(meaning.recall("default", "maintenance modes instruct")) == []  # not its words as written
+
+
+def test_pages_by_default_fifty_listed_ten_recalled_twenty_in_context(svc: MemoryService) -> None:
+    put(svc, *(made(text=f"Rule {n} of the build.", path=f"fact/r{n:02}.md", potency=0.5 + n / 200)
+               for n in range(51)))
+    assert len(svc.list("default")) == 50
+    assert len(svc.recall("default", record=False)) == 10
+    assert len(svc.context_hits("default", ["src/app.py"])) == 20
+    assert len([line for line in svc.context("default", ["src/app.py"], record=False).splitlines()
+                if line.startswith("- [")]) == 20
+
+
+def test_the_best_of_many_text_matches_is_found_however_old_and_late_in_order_it_is(svc: MemoryService) -> None:
+    weak = [made(text=f"Release train note {n}.", id=f"{n:010x}", path=f"fact/n{n}.md", potency=0.2)
+            for n in range(12)]
+    best = made(3, text="Release train note, the one that matters.", id="ffffffffff", path="fact/best.md",
+                potency=1.0)
+    put(svc, *weak, best)
+    assert ids(svc.recall("default", "release train note", limit=1, record=False)) == [best.id]
+    assert len(svc.recall("default", "release train note", record=False)) == 10  # ten unless asked
+
+
+def test_a_memory_at_a_tenth_of_its_potency_is_still_given(svc: MemoryService) -> None:
+    # Dated ahead (a clock skew): nothing has faded yet, so its potency is what its file says.
+    edge = made(-1, text="Release trains are numbered by week.", potency=0.1)
+    put(svc, edge)
+    assert ids(svc.recall("default", record=False)) == [edge.id]
+    assert ids(svc.recall("default", "release trains", record=False)) == [edge.id]
+    assert ids(svc.context_hits("default", ["src/app.py"])) == [edge.id]
+
+
+def test_of_equal_scores_the_newer_statement_wins_then_the_id(svc: MemoryService) -> None:
+    used = concepts.now().replace(microsecond=0) - timedelta(days=1)
+    older = made(10, text="Tabs in Makefiles.", id="eeeeeeeeee", path="fact/e.md", last_used=used, potency=0.5)
+    newer = made(5, text="Tabs in Makefiles.", id="ffffffffff", path="fact/f.md", last_used=used, potency=0.5)
+    put(svc, older, newer)
+    hits = svc.recall("default", "tabs makefiles", record=False)
+    assert ids(hits) == [newer.id, older.id] and hits[0].score == hits[1].score
+    assert ids(svc.context_hits("default", ["Makefile"])) == [newer.id, older.id]
+
+
+def test_two_memories_one_value_apart_written_at_once_keep_their_order(svc: MemoryService) -> None:
+    at = concepts.now().replace(microsecond=0) - timedelta(days=1)
+    strong = made(text="The office Wi-Fi network is called Harbor.", created=at, updated=at, potency=0.9)
+    weak = made(text="The office Wi-Fi network is called Lighthouse.", created=at, updated=at, potency=0.3)
+    put(svc, strong, weak)
+    assert ids(svc.recall("default", "office Wi-Fi network", record=False)) == [strong.id, weak.id]
+
+
+def test_the_newer_of_two_statements_one_value_apart_moves_up_past_others(svc: MemoryService) -> None:
+    first = made(text="Office printers are on floor two next to the kitchen.", potency=1.0)
+    second = made(text="Office plants are watered by the facilities team on Mondays.", potency=0.95)
+    older = made(3, text="The office Wi-Fi network is called Harbor.", potency=0.9)
+    newer = made(1, text="The office Wi-Fi network is called Lighthouse.", potency=0.3)
+    put(svc, first, second, older, newer)
+    assert ids(svc.recall("default", "office", record=False)) == [first.id, second.id, newer.id, older.id]
