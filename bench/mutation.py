@@ -153,6 +153,8 @@ TARGETS: dict[str, Target] = {
             *((text, "j starts at i or i + 1: a hit compared with itself is never newer than itself")
               for text in ("range(i // 1, len(out))", "range(i * 1, len(out))", "range(i | 1, len(out))")),
             ("if i == offset + limit:", "i counts up from 0 by one, so it meets offset + limit before passing it"),
+            *((text, "every memory has an update time: the else is never taken")
+              for text in ("if moment is not None else -1.0", "if moment is not None else 1.0")),
         )),
     "ranking": Target(
         "gitmem/ranking.py", ("tests/test_ranking.py",),
