@@ -453,3 +453,18 @@ def test_the_newer_of_two_statements_one_value_apart_moves_up_past_others(svc: M
     newer = made(1, text="The office Wi-Fi network is called Lighthouse.", potency=0.3)
     put(svc, first, second, older, newer)
     assert ids(svc.recall("default", "office", record=False)) == [first.id, second.id, newer.id, older.id]
+
+
+def test_a_memory_left_out_does_not_end_the_search_for_those_after_it(svc: MemoryService) -> None:
+    # In path order the ones left out come first: each is skipped, and the search goes on.
+    put(svc, made(text="Release trains leave on Mondays.", path="fact/a.md", state="archived"),
+        made(90, text="Release trains leave on Fridays.", path="fact/b.md"),
+        made(text="Release trains leave on Thursdays.", path="fact/c.md", state="pending"),
+        made(text="Rust release trains use cargo.", path="fact/d.md", paths=("crates/",), potency=0.5),
+        made(text="Release trains leave on Tuesdays.", path="fact/e.md", paths=("src/",)))
+    tuesday = [m.id for m in svc.list("default") if m.path == "fact/e.md"]
+    assert ids(svc.recall("default", record=False, include_pending=False)) == tuesday + [
+        m.id for m in svc.list("default") if m.path == "fact/d.md"]
+    assert ids(svc.recall("default", path="src/app.py", record=False, include_pending=False)) == tuesday
+    assert ids(svc.recall("default", "release trains leave", record=False, include_pending=False)) == tuesday
+    assert ids(svc.context_hits("default", ["src/app.py"])) == tuesday
