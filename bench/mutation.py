@@ -153,6 +153,11 @@ TARGETS: dict[str, Target] = {
             *((text, "j starts at i or i + 1: a hit compared with itself is never newer than itself")
               for text in ("range(i // 1, len(out))", "range(i * 1, len(out))", "range(i | 1, len(out))")),
             ("if i == offset + limit:", "i counts up from 0 by one, so it meets offset + limit before passing it"),
+            ("if i is offset + limit:", "the numbers are small ints, one object each in CPython: is is =="),
+            *((text, "a lower floor for the cosine filter only widens the pool (see above)")
+              for text in ("recall_floor * ranking.CROSS_LINGUAL", "recall_floor % ranking.CROSS_LINGUAL")),
+            ("cosines.get(c.vhash, 0.0) < ranking.UNRELATED", "a memory with no cosine is judged by its words alone, "
+                                                              "quoted or not"),
             *((text, "every memory has an update time: the else is never taken")
               for text in ("if moment is not None else -1.0", "if moment is not None else 1.0")),
         )),

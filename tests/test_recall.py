@@ -71,6 +71,7 @@ def test_show_finds_a_memory_by_its_id_and_counts_an_opening_as_a_use(svc: Memor
     assert svc.show("default", f"  {kept.id.upper()} ").text == "Deploys go through the release pipeline."
     assert svc.status("default")["pending_uses"] == 0
     svc.show("default", kept.id, record=True)
+    assert svc.status("default")["pending_uses"] == 1
     svc.show("default", gone.id, record=True)  # an archived memory read is no use
     assert svc.status("default")["pending_uses"] == 1
     with pytest.raises(MemoryNotFound, match="no memory 0123456789 in namespace 'default'"):
@@ -198,7 +199,8 @@ def test_a_memory_superseded_by_a_live_one_gives_its_place_to_it(svc: MemoryServ
     new = made(text="Ask Ana first.", supersedes=(old.id,), state="pending")  # found only as the successor
     put(svc, old, new)
     hits = svc.recall("default", "staging deploys fridays")
-    assert ids(hits) == [new.id] and hits[0].score > 0.1  # with the relevance of the memory it replaces
+    # With the relevance of the memory it replaces (0.875 by its words), halved as pending: under 0.4.
+    assert ids(hits) == [new.id] and hits[0].score == pytest.approx(0.875 * 0.8 * 0.5, rel=0.02)
 
 
 def test_equal_scores_go_to_the_newer_statement_then_to_the_id(svc: MemoryService) -> None:
@@ -245,8 +247,8 @@ def test_a_hit_as_json_rounds_its_numbers_and_shows_a_techchoices_options() -> N
 def test_context_puts_the_files_own_memories_first_then_their_kind_then_team_rules(svc: MemoryService) -> None:
     own = made(text="Reports read the SaaS MySQL replica.", paths=("reports/",), potency=0.2)
     python = made(text="Python code is formatted with ruff.", potency=0.5)  # stronger, yet after the file's own
-    team = made(text="Every change goes through review.", potency=0.9)
-    weaker = made(text="Every release is tagged.", potency=0.7)
+    team = made(1, text="Every change goes through review.", potency=0.9)
+    weaker = made(text="Every release is tagged.", potency=0.7)  # newer, weaker: strength, not age, orders
     rust = made(text="Rust crates pin their toolchain.", potency=0.9)
     other_path = made(text="Reports for finance live in reports-finance/.", paths=("finance/",))
     pending = made(text="Python imports are sorted.", state="pending")
@@ -255,7 +257,8 @@ def test_context_puts_the_files_own_memories_first_then_their_kind_then_team_rul
     hits = svc.context_hits("default", ["reports/daily.py"])
     assert ids(hits) == [own.id, python.id, team.id, weaker.id]
     assert [h.path_match for h in hits] == [True, False, False, False]
-    assert hits[0].score == pytest.approx(0.2 * 2, rel=1e-3) and hits[2].score == pytest.approx(0.9, rel=1e-3)
+    assert hits[0].score == pytest.approx(0.2 * 2, rel=1e-3)
+    assert hits[2].score == pytest.approx(0.9 * 0.95 / (1 + 1 / 30), rel=1e-3)
     assert ids(svc.context_hits("default", ["reports/daily.py"], limit=2)) == [own.id, python.id]
     with pytest.raises(InvalidInput, match="limit must be between 1 and 1000"):
         svc.context_hits("default", ["x.py"], limit=0)
@@ -268,7 +271,8 @@ def test_context_with_a_query_keeps_the_hits_that_apply_to_the_files(svc: Memory
     python = made(text="Python tests run with pytest.", potency=0.5)
     rust = made(text="Rust tests run with cargo nextest.", potency=1.0)  # the best hit, for another language
     own = made(text="Report tests run against a copy of the replica.", paths=("reports/",), potency=0.4)
-    put(svc, python, rust, own)
+    pending = made(text="Python tests run in parallel.", state="pending")  # never in an agent's context
+    put(svc, python, rust, own, pending)
     assert set(ids(svc.context_hits("default", ["reports/daily.py"], "tests run"))) == {python.id, own.id}
     assert ids(svc.context_hits("default", ["reports/daily.py"], "tests run", limit=1)) == [own.id]  # x2 on its path
     assert set(ids(svc.context_hits("default", [], "tests run"))) == {python.id, rust.id, own.id}
@@ -347,6 +351,10 @@ def test_history_and_log_newest_first(svc: MemoryService) -> None:
     assert [c.action for c in log[:3]] == ["confirm", "remember", "remember"]
     assert [c.id for c in svc.log("default", limit=2, offset=1)] == [log[1].id, log[2].id]
     assert svc.log("default", limit=0) == []
+    assert [c.id for c in svc.log("default", limit=1, offset=1)] == [log[1].id]
+    for n in range(20):
+        put(svc, made(text=f"Fact {n}."))
+    assert len(svc.log("default")) == 20
 
 
 def test_a_discussion_is_its_comments_oldest_first(svc: MemoryService) -> None:
@@ -355,11 +363,16 @@ def test_a_discussion_is_its_comments_oldest_first(svc: MemoryService) -> None:
     assert svc.discussion("default", memory.id) == []
     svc.feedback("default", memory.id, "discuss", actor="hal", text="Even for tools?")
     svc.feedback("default", memory.id, "discuss", actor="ida", text="Yes.")
-    before = concepts.now()
     thread = svc.discussion("default", memory.id)
-    assert all(c.at <= before for c in thread)  # when each was said, not when it was read
     assert [(c.actor, c.text) for c in thread] == [("hal", "Even for tools?"), ("ida", "Yes.")]
     assert thread[0].to_dict()["at"].endswith("Z") and thread[0].to_dict()["actor"] == "hal"
+    # A thread written by hand, years ago, with a blank line: each comment keeps its own time.
+    ns = namespace_of(svc, "default")
+    ns.store.transact(lambda h: Change({f".gitmem/discussions/{memory.id}.jsonl": (
+        b'{"actor": "joe", "at": "2020-01-02T03:04:05Z", "text": "Old."}\n\n')}, "import", "import", (memory.id,),
+        "import", "test"))
+    (old,) = svc.discussion("default", memory.id)
+    assert old.to_dict() == {"actor": "joe", "at": "2020-01-02T03:04:05Z", "text": "Old."}
 
 
 def test_a_hit_by_words_scores_its_relevance_times_potency_and_a_twentieth_more_for_the_querys_wording(
@@ -468,3 +481,16 @@ def test_a_memory_left_out_does_not_end_the_search_for_those_after_it(svc: Memor
     assert ids(svc.recall("default", path="src/app.py", record=False, include_pending=False)) == tuesday
     assert ids(svc.recall("default", "release trains leave", record=False, include_pending=False)) == tuesday
     assert ids(svc.context_hits("default", ["src/app.py"])) == tuesday
+
+
+def test_an_empty_namespace_counts_nothing(svc: MemoryService) -> None:
+    got = svc.status("default")
+    assert got["total"] == 0 and set(got["by_state"].values()) == {0} and set(got["by_type"].values()) == {0}
+    assert got["by_tier"] == {"active": 0, "low": 0, "archived": 0} and got["pending_uses"] == 0
+
+
+def test_a_query_holding_a_secret_is_searched_not_refused(svc: MemoryService) -> None:
+    # A file written by hand (no scan) holds a key: someone looking for where it leaked finds it.
+    leaked = made(text="CI deploys with AKIAIOSFODNN7EXAMPLE.")
+    put(svc, leaked, made(text="The office opens at nine."))
+    assert ids(svc.recall("default", "AKIAIOSFODNN7EXAMPLE", record=False)) == [leaked.id]
