@@ -158,6 +158,14 @@ TARGETS: dict[str, Target] = {
               for text in ("recall_floor * ranking.CROSS_LINGUAL", "recall_floor % ranking.CROSS_LINGUAL")),
             ("cosines.get(c.vhash, 0.0) < ranking.UNRELATED", "a memory with no cosine is judged by its words alone, "
                                                               "quoted or not"),
+            *((text, "being quoted counts only for a memory under UNRELATED (ranking.relevance): reading more of "
+                     "them changes nothing")
+              for text in ("cosines.get(c.vhash, 1.0) is not ranking.UNRELATED",
+                           "cosines.get(c.vhash, 1.0) <= ranking.UNRELATED",
+                           "cosines.get(c.vhash, 1.0) != ranking.UNRELATED")),
+            ("ns.index.all(states=None, with_paths=False)", "with_paths only narrows: a memory without paths matches "
+                                                            "no file"),
+            ("self.semantics.enabled or terms.words", "with the encoder off, nearest gives nothing"),
             *((text, "every memory has an update time: the else is never taken")
               for text in ("if moment is not None else -1.0", "if moment is not None else 1.0")),
         )),
