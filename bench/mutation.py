@@ -165,7 +165,6 @@ TARGETS: dict[str, Target] = {
                            "cosines.get(c.vhash, 1.0) != ranking.UNRELATED")),
             ("ns.index.all(states=None, with_paths=False)", "with_paths only narrows: a memory without paths matches "
                                                             "no file"),
-            ("self.semantics.enabled or terms.words", "with the encoder off, nearest gives nothing"),
             *((text, "every memory has an update time: the else is never taken")
               for text in ("if moment is not None else -1.0", "if moment is not None else 1.0")),
         )),

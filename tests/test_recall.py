@@ -393,6 +393,11 @@ def test_a_hit_by_words_scores_its_relevance_times_potency_and_a_twentieth_more_
 # --- by meaning (the offline encoder) --------------------------------------------------------------
 
 
+def test_a_query_of_no_word_that_means_anything_finds_nothing_even_by_meaning(meaning: MemoryService) -> None:
+    put(meaning, made(text="What is it that we deploy on Fridays?"), made(text="It is what it is."))
+    assert meaning.recall("default", "what is it") == []
+
+
 def test_a_memory_is_found_by_its_meaning_when_it_shares_no_word_with_the_query(meaning: MemoryService) -> None:
     notes = made(text="Release notes are written in English.")
     review = made(text="Code review needs two approvals.")
