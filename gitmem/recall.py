@@ -229,7 +229,8 @@ class Recall:
         if files:
             candidates = ns.index.all(states=None, with_paths=True)
         else:
-            candidates = ns.index.all(states=["active", "pending"])
+            # `gitmem recall --archived` with no query lists the archived ones too, as it does by file.
+            candidates = ns.index.all(states=None if include_archived else ["active", "pending"])
         pending = ns.usage.pending(ids=[m.id for m in candidates])
         hits: builtins.list[Hit] = []
         relevance = 1.0

@@ -6,6 +6,8 @@ is deleted after it; without a Redis server the Redis half is skipped.
 
 from __future__ import annotations
 
+import stat
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ from gitmem.repo import Buffers
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 
-from .contracts.buffers import BuffersContract
+from .contracts.buffers import BuffersContract, said
 from .test_tasks import redis_up
 
 REDIS = "redis://127.0.0.1:6379/14"
@@ -97,3 +99,50 @@ def test_a_distilled_buffer_leaves_nothing_of_its_messages_in_redis() -> None:
         if keys:
             buffers.client.delete(*keys)
         buffers.close()
+
+
+# --- SQLite in the shared home only --------------------------------------------------------------------
+
+
+def test_the_buffer_files_are_made_where_the_home_does_not_exist_yet_one_per_namespace(tmp_path: Path) -> None:
+    home = tmp_path / "new" / "home"
+    first = Buffers(home / "ingest" / "default.sqlite")
+    second = Buffers(home / "ingest" / "team.sqlite")  # the folder is there now
+    try:
+        first.append("c1", "api", said("c1", "m1"))
+        assert second.known("c1") is False and first.known("c1")
+    finally:
+        first.close()
+        second.close()
+
+
+def test_a_copy_of_the_buffers_is_whole_and_readable_by_its_owner_only(tmp_path: Path) -> None:
+    found = Buffers(tmp_path / "ingest" / "default.sqlite")
+    try:
+        found.append("c1", "api", said("c1", "m1", "m2"))
+        found.copy_to(tmp_path / "backup" / "ingest" / "default.sqlite")
+        found.copy_to(tmp_path / "backup" / "ingest" / "team.sqlite")
+    finally:
+        found.close()
+    for name in ("default", "team"):
+        copy = tmp_path / "backup" / "ingest" / f"{name}.sqlite"
+        assert stat.S_IMODE(copy.stat().st_mode) == 0o600
+        copied = Buffers(copy)
+        try:
+            assert copied.stats()["active_messages"] == 2 and copied.message("c1", "m2") is not None
+        finally:
+            copied.close()
+
+
+def test_a_claim_holds_for_its_seconds_from_now(tmp_path: Path) -> None:
+    found = Buffers(tmp_path / "ingest" / "default.sqlite")
+    try:
+        found.append("c1", "api", said("c1", "m1"))
+        sealed = found.seal("c1", "asked")
+        before = time.time()
+        assert found.claim(sealed, 0.5) is not None
+        after = time.time()
+        (until,) = found.db.execute("SELECT claimed_until FROM buffers WHERE id = ?", (sealed,)).fetchone()
+        assert before + 0.5 <= until <= after + 0.5
+    finally:
+        found.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -11,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from gitmem import extraction, transcripts
+from gitmem import extraction, ingest, transcripts
 from gitmem.errors import InvalidInput
 from gitmem.extraction import Message
+from gitmem.ingest import Ingested
 from gitmem.memories import Candidate
 from gitmem.repo import Buffers
 from gitmem.service import MemoryService
@@ -304,6 +306,35 @@ def test_a_malformed_answer_writes_nothing_and_the_buffer_is_tried_again(setting
             service.close()
 
 
+def test_a_worker_whose_claim_lapsed_while_the_model_thought_writes_nothing(settings: Settings) -> None:
+    """I3: the claim lapses mid-extraction and another worker takes the buffer; the first must not commit."""
+    taken: list[str | None] = []
+    held: dict[str, Any] = {}
+
+    def responder(request: Request) -> str:
+        buffers, buffer_id = held["buffers"], held["id"]
+        # Time passes: the first worker's claim lapses, and the sweep hands the buffer to another.
+        buffers.db.execute("UPDATE buffers SET claimed_until = 0 WHERE id = ?", (buffer_id,))
+        taken.append(buffers.claim(buffer_id, 3600))
+        return model_answer(request)
+
+    with running(responder) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url))
+        service.init("default")
+        try:
+            service.ingest("default", "c1", said("Reports read the SaaS MySQL replica."))
+            (buffer_id,) = service._ingest.seal("default")
+            held.update(buffers=service._namespaces.buffers("default"), id=buffer_id)
+            head = service.head("default")
+            assert service.distil("default", buffer_id).outcome == "busy"
+            assert service.head("default") == head and service.list("default") == []
+            (second,) = taken
+            assert second is not None and held["buffers"].holds(buffer_id, second)
+            assert len(held["buffers"].messages(buffer_id)) == 1  # kept for the worker that holds it
+        finally:
+            service.close()
+
+
 def test_a_failed_buffer_waits_twice_as_long_each_time_up_to_an_hour(settings: Settings) -> None:
     with running(lambda r: Status(500)) as fake:
         service = MemoryService(settings.with_(llm_base_url=fake.url, llm_retries=0, ingest_retry_seconds=300))
@@ -466,3 +497,257 @@ def test_a_long_buffer_is_split_where_the_topic_changes(tmp_path: Path) -> None:
             service.close()
     (messages,) = seen
     assert [m["id"] for m in messages if m.get("topic_starts")] == ["m0", "m4"]
+
+
+# --- the rules of taking and distilling, one by one --------------------------------------------
+
+
+def test_a_message_without_an_id_gets_one_from_who_said_what_when(svc: MemoryService) -> None:
+    one = {"author": "ana", "time": "2026-12-01T09:00:00Z", "text": "We use pnpm."}
+    ident = ingest.message_id(one)
+    assert ident.startswith("h") and len(ident) == 17 and ident == ingest.message_id(dict(one))
+    assert len({ident, *(ingest.message_id(one | {k: "other"}) for k in ("role", "author", "time", "text"))}) == 5
+    done = svc.ingest("default", "c1", [{"author": "ana", "time": "2026-12-01T09:00:00Z", "text": "We use pnpm."}])
+    again = svc.ingest("default", "c1", [{"author": "ana", "time": "2026-12-01T09:00:00Z", "text": "We use pnpm."}])
+    assert done.accepted is not None and again.accepted is not None
+    assert (done.accepted.added, again.accepted.repeated) == (1, 1)
+    assert svc._namespaces.buffers("default").message("c1", ident) is not None
+
+
+@pytest.mark.parametrize(("message", "error"), [
+    ({"text": "ok", "id": "x" * 201}, "id must be a string or number of at most 200"),
+    ({"text": "ok", "id": True}, "id must be a string or number"),
+    ({"text": "ok", "id": "  "}, "id must be a string or number"),
+    ({"text": "ok", "author": "a" * 201}, "author must be one line of at most 200"),
+    ({"text": "ok", "author": 7}, "author must be one line"),
+    ({"text": "ok", "time": 1700000000}, "ISO 8601"),
+    ({"text": "a\x00b"}, "must not contain NUL bytes"),
+    ({"text": "half a pair \ud800"}, r"text is not valid UTF-8 \(a lone surrogate at character 12\)"),
+    ({"text": "   "}, "non-empty string"),
+    ("just text", "must be an object with text"),
+])
+def test_each_field_of_a_message_is_checked(svc: MemoryService, message: Any, error: str) -> None:
+    with pytest.raises(InvalidInput, match=error):
+        svc.ingest("default", "c1", [message])
+    assert svc.ingest_status("default").get("messages", 0) == 0
+
+
+def test_fields_at_their_limits_are_taken_as_sent(svc: MemoryService) -> None:
+    done = Ingested(svc._ingest.add("default", "c1", [
+        {"id": "x" * 200, "author": "a" * 200, "text": "y" * 20_000},
+        {"id": 42, "author": "  ", "text": "numbers are ids too", "time": "2026-12-01T09:00:00+01:00"},
+        {"id": " m3 ", "role": "assistant", "text": "spaces around an id go"},
+    ]))
+    assert done.accepted is not None and done.accepted.added == 3
+    buffers = svc._namespaces.buffers("default")
+    assert buffers.message("c1", "x" * 200) is not None
+    second = buffers.message("c1", "42")
+    assert second is not None and (second.author, second.time) == (None, "2026-12-01T08:00:00Z")
+    third = buffers.message("c1", "m3")
+    assert third is not None and third.role == "assistant"
+
+
+def test_a_batch_is_a_non_empty_list_of_at_most_a_thousand_from_a_known_source(svc: MemoryService) -> None:
+    for bad, error in [("hello", "non-empty list"), (b"hello", "non-empty list"), ({"text": "x"}, "non-empty list")]:
+        with pytest.raises(InvalidInput, match=error):
+            svc._ingest.add("default", "c1", bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInput, match="source must be one of api, cli, slack, claude-code"):
+        svc._ingest.add("default", "c1", said("hello"), source="email")
+    with pytest.raises(InvalidInput, match="1001 messages in one batch; send at most 1000 at a time"):
+        svc._ingest.add("default", "c1", [{"id": f"m{n}", "text": "x"} for n in range(1001)])
+    taken = svc._ingest.add("default", "c1", [{"id": f"m{n}", "text": "x"} for n in range(1000)], source="cli")
+    assert taken.added == 1000 and svc._namespaces.buffers("default").source("c1") == ("cli", {})
+
+
+def test_a_conversation_id_holding_a_secret_is_refused(svc: MemoryService) -> None:
+    with pytest.raises(InvalidInput, match="conversation id"):
+        svc.ingest("default", "ghp_" + "a1B2" * 9, said("hello"))
+    assert svc.ingest_status("default").get("messages", 0) == 0
+
+
+def test_a_reply_thread_starts_with_the_message_it_answers_while_that_one_waits(svc: MemoryService) -> None:
+    svc.ingest("default", "C1", said("Should we move the deploys to Thursdays?"), source="slack")
+    reply = svc.ingest("default", "C1:t1", said("No, keep Fridays off limits.", "Agreed.", start=5), source="slack",
+                       context=("C1", "m1"))
+    assert reply.accepted is not None and reply.accepted.added == 3
+    buffers = svc._namespaces.buffers("default")
+    sealed = buffers.seal("C1:t1", "asked")
+    assert [m.message_id for m in buffers.messages(sealed or "")] == ["m1", "m5", "m6"]  # what it answers first
+    # Only a new conversation takes the copy; and only of a message still waiting.
+    more = svc.ingest("default", "C1:t1", said("Agreed again.", start=8), context=("C1", "m1"))
+    assert more.accepted is not None and more.accepted.added == 1
+    gone = svc.ingest("default", "C1:t2", said("Fine.", start=7), context=("C1", "m404"))
+    assert gone.accepted is not None and gone.accepted.added == 1
+
+
+def test_what_was_masked_is_counted_per_batch_and_logged_without_it(svc: MemoryService,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="gitmem.ingest")
+    clean = svc.ingest("default", "c1", said("Nothing secret here."))
+    assert clean.accepted is not None and clean.accepted.masked == 0
+    assert not [r for r in caplog.records if "masked" in r.getMessage()]
+    keys = svc.ingest("default", "c1", said("Keys AKIAIOSFODNN7EXAMPLE and AKIAIOSFODNN7EXAMPLF.", start=2))
+    assert keys.accepted is not None and keys.accepted.masked == 2
+    assert [r.getMessage() for r in caplog.records if "masked" in r.getMessage()] == [
+        "ingest default/c1: masked 2 secrets"]
+    assert "AKIA" not in caplog.text
+
+
+def test_sealing_one_conversation_the_idle_ones_or_all(svc: MemoryService) -> None:
+    for name in ("a", "b", "c"):
+        svc.ingest("default", name, said("hello"))
+    buffers = svc._namespaces.buffers("default")
+    (one,) = svc._ingest.seal("default", conversation="a")
+    assert svc._ingest.seal("default", idle=3600) == []
+    idle = svc._ingest.seal("default", idle=0)
+    svc.ingest("default", "d", said("hello"))
+    rest = svc._ingest.seal("default")
+    assert svc._ingest.seal("default") == []
+    reasons = {b.conversation: b.reason for b in buffers.recent()}
+    assert reasons == {"a": "asked", "b": "idle 0 s", "c": "idle 0 s", "d": "asked"}
+    assert svc._ingest.due("default") == [one, *idle, *rest]  # oldest first
+
+
+def test_the_status_shows_the_ten_newest_buffers(svc: MemoryService) -> None:
+    for n in range(11):
+        svc.ingest("default", f"c{n}", said("hello"))
+        svc._ingest.seal("default", conversation=f"c{n}")
+    recent = svc.ingest_status("default")["recent"]
+    assert [r["conversation"] for r in recent] == [f"c{n}" for n in range(10, 0, -1)]
+    assert recent[0] == {"id": recent[0]["id"], "conversation": "c10", "state": "sealed", "tokens": 2,
+                         "messages": 1, "attempts": 0, "error": None, "commit": None}
+
+
+def test_distilling_a_buffer_that_is_not_there_or_taken(svc: MemoryService) -> None:
+    with pytest.raises(InvalidInput, match="no buffer 'nope' in namespace 'default'"):
+        svc.distil("default", "nope")
+    done = svc.ingest("default", "c1", said("Remember: the staging cluster is eks-staging."), flush=True)
+    (first,) = done.distilled
+    again = svc.distil("default", first.buffer)
+    assert (again.outcome, again.commit) == ("busy", first.commit)
+
+
+def test_a_buffer_with_nothing_to_remember_is_done_without_a_commit(svc: MemoryService) -> None:
+    head = svc.head("default")
+    done = svc.ingest("default", "c1", said("ok thanks", "see you"), flush=True)
+    (distilled,) = done.distilled
+    assert (distilled.outcome, distilled.commit) == ("nothing", None)
+    assert svc.head("default") == head and svc.ingest_status("default")["buffers_done"] == 1
+
+
+def test_the_commit_says_what_was_distilled_from_where_and_by_whom(svc: MemoryService) -> None:
+    conversation = "C0123:" + "1" * 80
+    svc.ingest("default", conversation, [
+        {"id": "u1", "author": "bo", "text": "No, we use pnpm, not npm."},
+        {"id": "a1", "role": "assistant", "author": "bot", "text": "Noted."},
+        {"id": "u2", "author": "ana", "text": "Remember: deploys need a green build."},
+        {"id": "u3", "author": "bo", "text": "Never deploy on Fridays."},
+    ], source="slack", flush=True)
+    (commit,) = svc.log("default", limit=1)
+    assert commit.summary == f"ingest: 3 from {conversation}"[:72]
+    assert (f"Distilled 4 messages (25 tokens, sealed: asked) of conversation {conversation} from slack, said by "
+            "ana, bo.") in commit.message
+    memories = {m.text: m for m in svc.list("default")}
+    assert {m.source for m in memories.values()} == {"slack"}
+    assert memories["Deploys need a green build."].state == "active"
+    assert memories["We use pnpm, not npm."].state == "pending"
+
+
+def test_a_commit_of_a_conversation_nobody_named_says_so(svc: MemoryService) -> None:
+    svc.ingest("default", "c1", [{"id": "u1", "text": "Remember: one message."}], flush=True)
+    (commit,) = svc.log("default", limit=1)
+    assert "Distilled 1 message (" in commit.message and "of conversation c1 from api." in commit.message
+
+
+def test_after_ten_failures_the_wait_stops_doubling(settings: Settings) -> None:
+    with running(lambda r: Status(500)) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url, llm_retries=0, ingest_retry_seconds=1))
+        service.init("default")
+        try:
+            service.ingest("default", "c1", said("Reports read the SaaS MySQL replica."))
+            (buffer_id,) = service._ingest.seal("default")
+            buffers = service._namespaces.buffers("default")
+            assert isinstance(buffers, Buffers)
+            for attempts, wait in [(9, 512), (10, 1024), (12, 1024)]:
+                buffers.db.execute("UPDATE buffers SET attempts = ?, not_before = 0 WHERE id = ?",
+                                   (attempts, buffer_id))
+                before = time.time()
+                assert service.distil("default", buffer_id).outcome == "failed"
+                found = buffers.get(buffer_id)
+                assert found is not None and before + wait <= found.not_before <= time.time() + wait, attempts
+        finally:
+            service.close()
+
+
+def test_what_a_batch_did_as_the_api_answers_it(svc: MemoryService) -> None:
+    done = svc.ingest("default", "c1", said("Remember: the staging cluster is eks-staging."), flush=True)
+    (distilled,) = done.distilled
+    out = done.to_dict()
+    assert out == {"conversation": "c1", "added": 1, "repeated": 0, "masked": 0, "sealed": [distilled.buffer],
+                   "active_tokens": 0, "queued": [], "distilled": [{
+                       "buffer": distilled.buffer, "outcome": "written", "commit": distilled.commit,
+                       "counts": dict(distilled.counts), "error": None,
+                       "items": [i.to_dict() for i in distilled.items]}]}
+    assert out["distilled"][0]["items"][0]["outcome"] == "added"
+    flushed = svc.flush("default").to_dict()
+    assert flushed == {"distilled": [], "queued": []}  # nothing was taken, nothing was due
+
+
+def test_the_model_is_told_when_each_message_was_said(settings: Settings) -> None:
+    with running(model_answer) as fake:
+        service = MemoryService(settings.with_(llm_base_url=fake.url))
+        service.init("default")
+        try:
+            service.ingest("default", "c1", [
+                {"id": "m1", "text": "Reports read the SaaS MySQL replica.", "time": "2026-12-01T09:30:00+01:00"},
+                {"id": "m2", "text": "The CSV exports are stale."}], flush=True)
+        finally:
+            service.close()
+        (request,) = fake.requests
+    assert [(m["id"], m["time"]) for m in request.messages] == [("m1", "2026-12-01T08:30:00Z"), ("m2", None)]
+
+
+def test_a_copied_first_message_of_a_thread_is_not_counted_as_masked_twice(svc: MemoryService) -> None:
+    svc.ingest("default", "C1", said("Deploy with AKIAIOSFODNN7EXAMPLE on Fridays?"), source="slack")
+    svc.ingest("default", "C1:t1", said("No, never on Fridays.", start=2), source="slack", context=("C1", "m1"))
+    buffers = svc._namespaces.buffers("default")
+    copy = buffers.message("C1:t1", "m1")
+    assert copy is not None and "AKIA" not in copy.text and copy.masked == 0
+    assert svc.ingest_status("default")["masked"] == 1
+
+
+def test_the_search_for_a_buffers_commit_stops_an_hour_before_it_was_sealed(svc: MemoryService) -> None:
+    """A commit made more than an hour before a buffer was sealed cannot hold it: the search stops there."""
+    svc.ingest("default", "c1", said("We use uv instead of pip for Python packages."))
+    (buffer_id,) = svc._ingest.seal("default")
+    svc.remember_many("default", [Candidate("We use uv instead of pip.", source="agent", state="pending")],
+                      message="ingest: 1", action="ingest", trailers=(("Ingest-Buffer", buffer_id),))
+    buffers = svc._namespaces.buffers("default")
+    assert isinstance(buffers, Buffers)
+    buffers.db.execute("UPDATE buffers SET sealed = sealed + 7200 WHERE id = ?", (buffer_id,))  # sealed 2 h later
+    assert svc.distil("default", buffer_id).outcome == "written"
+
+
+def test_a_conversation_is_distilled_whole_when_the_embeddings_endpoint_fails_to_segment_it(
+        settings: Settings, caplog: pytest.LogCaptureFixture) -> None:
+    texts = ["Which package manager does the web app use?", "We use pnpm, not npm.",
+             "And the lockfile is pnpm-lock.yaml, commit it.", "pnpm install runs in CI with --frozen-lockfile.",
+             "Now about deploys: when can we ship the hotfix?", "Never deploy to production on Fridays.",
+             "Deploys go through the release pipeline.", "The pipeline needs a green build before it deploys."]
+
+    def embedder(batch: list[str]) -> Any:
+        if len(batch) == len(texts):  # the whole conversation, to find its topics: the endpoint fails
+            return Status(503)
+        return [[1.0 + len(t) % 7, 1.0, 0.5] for t in batch]
+
+    with running(lambda r: answer(memories=[]), embedder) as fake:
+        service = MemoryService(settings.with_(embed_base_url=fake.url, embeddings="endpoint", embed_retries=0))
+        service.init("default")
+        try:
+            done = service.ingest("default", "c1", [{"id": f"m{i}", "text": t} for i, t in enumerate(texts)],
+                                  flush=True)
+        finally:
+            service.close()
+        assert [len(batch) for batch in fake.embedded][:1] == [len(texts)]
+    assert [d.outcome for d in done.distilled] == ["written"]
+    assert "topic segmentation skipped" in caplog.text

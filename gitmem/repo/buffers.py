@@ -277,12 +277,14 @@ class Buffers:
     def failed(self, buffer_id: str, error: str, retry_in: float) -> int:
         """Put a buffer back to be tried again after ``retry_in`` seconds; how many attempts it has had."""
         with self._write() as db:
-            db.execute("UPDATE buffers SET state = 'sealed', attempts = attempts + 1, error = ?, not_before = ?, "
-                       "claim = NULL, claimed_until = 0 WHERE id = ?", (error[:2000], time.time() + retry_in,
-                                                                          buffer_id))
+            cursor = db.execute(
+                "UPDATE buffers SET state = 'sealed', attempts = attempts + 1, error = ?, not_before = ?, "
+                "claim = NULL, claimed_until = 0 WHERE id = ?", (error[:2000], time.time() + retry_in, buffer_id))
+            if not cursor.rowcount:
+                return 0  # no such buffer: no failure to count (as with Redis)
             self._count(db, "failures", 1)
             row = db.execute("SELECT attempts FROM buffers WHERE id = ?", (buffer_id,)).fetchone()
-        return int(row[0]) if row else 0
+        return int(row[0])
 
     def stats(self) -> dict[str, int]:
         """Counters and the buffers in each state, for status pages."""

@@ -12,6 +12,7 @@ Claims that lapse are made with a claim of no seconds, never by sleeping past on
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -87,6 +88,8 @@ class BuffersContract:
         assert buffers.claim(sealed, 3600) is None and buffers.due() == []
         assert buffers.get(sealed).claim == second and buffers.get(sealed).state == "claimed"
         assert buffers.claim("nope", 60) is None and not buffers.holds("nope", second)
+        # A token nobody was given holds nothing, whatever it looks like.
+        assert not buffers.holds(sealed, "f" * 32) and not buffers.holds(sealed, "0" * 32)
 
     def test_a_distilled_buffer_drops_its_messages(self, buffers: Any) -> None:
         buffers.append("c1", "api", said("c1", "m1", "m2"))
@@ -118,6 +121,26 @@ class BuffersContract:
         buffers.failed(sealed, "again", 0)  # a retry due now
         assert buffers.due() == [sealed] and buffers.get(sealed).attempts == 2
         assert buffers.claim(sealed, 60) is not None
+
+    def test_a_retry_waits_from_the_failure_and_keeps_the_start_of_a_long_error(self, buffers: Any) -> None:
+        buffers.append("c1", "api", said("c1", "m1"))
+        sealed = buffers.seal("c1", "asked")
+        buffers.claim(sealed, 60)
+        before = time.time()
+        buffers.failed(sealed, "Unavailable: " + "x" * 3000, 600)
+        after = time.time()
+        got = buffers.get(sealed)
+        assert before + 600 <= got.not_before <= after + 600
+        assert got.error == ("Unavailable: " + "x" * 3000)[:2000]
+        assert buffers.failed("nope", "gone", 60) == 0  # no such buffer: no attempt counted
+        assert buffers.stats()["failures"] == 1
+
+    def test_the_newest_twenty_buffers_unless_asked_for_more(self, buffers: Any) -> None:
+        for n in range(21):
+            buffers.append("c1", "api", said("c1", f"m{n}"))
+            buffers.seal("c1", f"buffer {n}")
+        assert [b.reason for b in buffers.recent()] == [f"buffer {n}" for n in range(20, 0, -1)]
+        assert len(buffers.recent(21)) == 21
 
     def test_the_counters_and_the_newest_buffers(self, buffers: Any) -> None:
         buffers.append("c1", "api", said("c1", "m1", "m2", masked=1))
