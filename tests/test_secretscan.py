@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -175,10 +176,10 @@ def test_amend_and_feedback_refuse_a_secret(svc: MemoryService) -> None:
 
 def test_the_cli_says_why_and_exits_2(tmp_path: Path) -> None:
     env = {"GITMEM_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    cli = [str(Path(__file__).parents[1] / ".venv" / "bin" / "gitmem")]
-    if not Path(cli[0]).exists():
-        cli = ["python", "-m", "gitmem"]
-    done = subprocess.run([*cli, "remember", SECRETS["OpenAI"]], env=env, capture_output=True, text=True)
+    # This interpreter, from the checkout's root: the gitmem under test, wherever the tests run
+    # (a worktree or a copy has no .venv of its own, and PATH may hold no "python").
+    done = subprocess.run([sys.executable, "-m", "gitmem", "remember", SECRETS["OpenAI"]], env=env,
+                          cwd=Path(__file__).parents[1], capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert "OpenAI key" in done.stderr and "remove the secret" in done.stderr
 
