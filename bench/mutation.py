@@ -92,11 +92,16 @@ TARGETS: dict[str, Target] = {
     "mcp-access": Target("gitmem/mcp/access.py", ("tests/mcp/test_server.py",)),
     "recall": Target("gitmem/recall.py", ("tests/test_truth.py", "tests/test_service.py")),
     "ranking": Target("gitmem/ranking.py", ("tests/test_truth.py", "tests/test_service.py")),
-    "importers": Target("gitmem/importers/__init__.py", ("tests/test_importers.py",)),
-    "importers-items": Target("gitmem/importers/items.py", ("tests/test_importers.py",)),
-    "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_importers.py",)),
-    "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_importers.py",)),
-    "web-auth": Target("gitmem/web/auth.py", ("tests/web/test_sign_in.py", "tests/web/test_keys.py")),
+    # In-process tests of the readers and the run (test_importers.py runs the CLI: 40 s).
+    "importers": Target("gitmem/importers/__init__.py", ("tests/test_import_reading.py",)),
+    "importers-items": Target("gitmem/importers/items.py", ("tests/test_import_reading.py",)),
+    "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_import_reading.py",)),
+    "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_import_reading.py",)),
+    "web-auth": Target("gitmem/web/auth.py", ("tests/web/test_auth.py", "tests/web/test_sign_in.py"),
+                       select="not never_redirects and not tab_in_next and not returns_to_a_page"),
+    "web-csrf": Target("gitmem/web/pages.py", ("tests/web/test_sign_in.py",), functions=("_check_post",),
+                       select="form_post or without_the_csrf or another_sessions or logout",
+                       note="the pages' CSRF check: a form post's Origin or Referer, and its session's token"),
 }
 
 
