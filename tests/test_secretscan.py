@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,45 @@ PERSONAL = {
 }
 
 
+# Just over the line each check draws, with the kind found; and just short of it, found nowhere.
+AT_THE_EDGE = {
+    "API_KEY=⟦a1b2c3d4⟧": "secret key or token",  # 8 characters, 3 bits a character: the least a secret has
+    "API_KEY=⟦AbCdEfGhIjKlMnOpQrSt⟧": "secret key or token",  # 20 letters in both cases need no digit
+    "DB_PASSWORD=⟦Hunter2x⟧": "password",
+    "machine h login u password ⟦ab1!⟧": "netrc password",
+    "card ⟦4222222222222⟧ ok": "payment card number",  # 13 digits
+    "card ⟦4000000000000000006⟧ ok": "payment card number",  # 19 digits
+    "card ⟦4111-1111-1111-1111⟧ ok": "payment card number",
+    "身份证 ⟦11010519491231002x⟧": "Chinese resident id number",
+    # Passes Luhn and starts as a Visa does too: one finding, the first kind's.
+    "身份证 ⟦440305199001010149⟧": "Chinese resident id number",
+}
+SHORT_OF_IT = [
+    "API_KEY=a1b2c3d",  # 7 characters
+    "API_KEY=AbCdEfGhIjKlMnOpQrS",  # 19 letters and no digit
+    "API_KEY=abcdefghijklmnopqrst",  # one case and no digit
+    "API_KEY=38475610",  # no letter
+    "API_KEY=aaaa1111",  # 1 bit a character
+    "DB_PASSWORD=hunterxyz",  # letters only: a word
+    "machine h login u password <your-password>",
+    "machine h login u password ab1",
+    "card 4111 1111-1111 1111 ok",  # two kinds of separator
+    "num 1234567812345670 ok",  # passes Luhn, but no card network starts so
+]
+
+
+@pytest.mark.parametrize("marked", sorted(AT_THE_EDGE))
+def test_a_value_just_over_a_checks_line_is_found_with_its_kind(marked: str) -> None:
+    text, [secret] = unmark(marked)
+    assert [(f.kind, text[f.span[0]:f.span[1]] if f.span else None) for f in secretscan.find(text)] == [
+        (AT_THE_EDGE[marked], secret)]
+
+
+@pytest.mark.parametrize("text", SHORT_OF_IT)
+def test_a_value_just_short_of_a_checks_line_is_no_secret(text: str) -> None:
+    assert secretscan.find(text) == []
+
+
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_each_format_is_found_with_its_kind_and_masked_exactly(name: str) -> None:
     text, secrets = unmark(FORMATS[name])
@@ -122,6 +162,76 @@ def test_every_secret_on_a_line_is_masked_back_to_front() -> None:
     assert secretscan.mask(text) == ("old [secret removed] new [secret removed], and [secret removed] too", 3)
 
 
+def test_secrets_of_several_kinds_on_one_line_are_each_found_with_their_kind_in_order() -> None:
+    # Personal data (found after the prefixed formats) standing before them keeps its place and kind.
+    text = ("card 4111 1111 1111 1111 and sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH, ssn 536-90-4399\n"
+            "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB then AKIA2E0A8F3B244C9986 then the password is hunter2!x")
+    found = secretscan.find(text)
+    assert [(f.kind, f.line, f.span) for f in found] == [
+        ("payment card number", 1, (5, 24)), ("OpenAI key", 1, (29, 81)), ("US Social Security number", 1, (87, 98)),
+        ("GitHub Token", 2, (0, 42)), ("AWS Access Key", 2, (48, 68)), ("password", 2, (90, 99))]
+    assert secretscan.mask(text) == (
+        "card [secret removed] and [secret removed], ssn [secret removed]\n"
+        "[secret removed] then [secret removed] then the password is [secret removed]", 6)
+    with pytest.raises(PersonalDataFound) as caught:
+        secretscan.refuse(text, what="the note")
+    assert str(caught.value).startswith("the note carries what looks like a payment card number on line 1; ")
+    assert caught.value.kinds == ("payment card number", "OpenAI key", "US Social Security number", "GitHub Token",
+                                  "AWS Access Key", "password")
+
+
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+       ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U")
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    # detect-secrets names a JWT by its first two parts and a GitHub token by its prefix: the whole
+    # token around them goes, from the line's first character or up to its last.
+    (f"id_token={JWT} came back", "[secret removed] came back"),
+    (f"https://app.example/cb#id_token={JWT}&state=x", "https://app.example/cb#[secret removed]&state=x"),
+    ("x" * 300 + " ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "x" * 300 + " [secret removed]"),
+    ("gho_16C7e42F292c6912E7710c838347Ae178B4a", "[secret removed]"),
+])
+def test_a_token_a_detector_names_by_a_part_is_masked_whole(text: str, masked: str) -> None:
+    assert secretscan.mask(text) == (masked, 1)
+
+
+def test_a_secret_that_cannot_be_located_in_its_line_masks_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A detector whose value is not the line's own text (none of today's): the whole line goes, nothing leaks."""
+
+    @dataclass
+    class Reported:
+        type: str
+        secret_value: str
+
+    def scan(line: str) -> list[Reported]:
+        return [Reported("Odd Token", "decoded-value")] if "odd" in line else []
+
+    secretscan._scanned.cache_clear()
+    monkeypatch.setattr(secretscan, "_scan_line", scan)
+    try:
+        text = "first line\nAIzaSyA1234567890abcdefghijklmnopqrstuv, an odd one\nlast 536-90-4399 line"
+        # The finding without a place comes first on its line.
+        assert [(f.kind, f.line, f.span) for f in secretscan.find(text)] == [
+            ("Odd Token", 2, None), ("Google API key", 2, (0, 39)), ("US Social Security number", 3, (5, 16))]
+        assert secretscan.mask(text) == ("first line\n[secret removed]\nlast [secret removed] line", 3)
+        with pytest.raises(SecretFound, match="^text carries what looks like an Odd Token on line 2; "):
+            secretscan.refuse(text)
+    finally:
+        secretscan._scanned.cache_clear()
+
+
+def test_a_refusal_names_what_carried_the_secret_and_a_line_only_in_several() -> None:
+    with pytest.raises(SecretFound) as caught:
+        secretscan.refuse("deploy key AKIA2E0A8F3B244C9986", what="title")
+    assert str(caught.value) == (
+        "title carries what looks like an AWS Access Key; gitmem refuses it, because git history keeps it forever: "
+        "remove the secret (say where it lives instead, e.g. 'the key is in the DEPLOY_KEY variable') and try again")
+    assert caught.value.kinds == ("AWS Access Key",)
+    assert not isinstance(caught.value, PersonalDataFound)
+    secretscan.refuse("no secret here\nnor here")
+
+
 def test_a_six_character_password_is_a_password_and_five_are_not() -> None:
     assert [(f.kind, f.span) for f in secretscan.find("the wifi password is p4ss!x")] == [("password", (21, 27))]
     assert secretscan.find("the wifi password is p4ss!") == []
@@ -133,6 +243,21 @@ def test_a_private_key_is_masked_from_its_begin_line_to_its_end_line() -> None:
     masked, count = secretscan.mask(text)
     assert masked == "deploy with this key:\n" + "[secret removed]\n" * 4 + "then log out"
     assert count == 4
+
+
+def test_a_key_begun_on_the_line_where_another_ends_is_masked_whole() -> None:
+    # Two keys pasted one after the other, the line break between them lost.
+    text = ("keys:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn\n"
+            "-----END RSA PRIVATE KEY----------BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpY\n"
+            "-----END EC PRIVATE KEY-----\n-----BEGIN DSA PRIVATE KEY----- x -----END DSA PRIVATE KEY-----\n"
+            "-----BEGIN DSA PRIVATE KEY----- y -----END DSA PRIVATE KEY----- -----BEGIN EC PRIVATE KEY-----\n"
+            "MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpY\n-----END EC PRIVATE KEY-----\nthe end")
+    assert [f.line for f in secretscan.find(text)] == [2, 3, 4, 5, 6, 7, 8, 8, 9, 10]
+    masked, count = secretscan.mask(text)
+    assert masked == ("keys:\n" + "[secret removed]\n" * 5 + "[secret removed] x -----END DSA PRIVATE KEY-----\n"
+                      "[secret removed] y -----END DSA PRIVATE KEY----- [secret removed]\n"
+                      + "[secret removed]\n" * 2 + "the end")
+    assert count == 10
 
 
 @pytest.mark.parametrize("name", sorted(PERSONAL))
