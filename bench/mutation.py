@@ -93,7 +93,7 @@ TARGETS: dict[str, Target] = {
     "recall": Target("gitmem/recall.py", ("tests/test_truth.py", "tests/test_service.py")),
     "ranking": Target("gitmem/ranking.py", ("tests/test_truth.py", "tests/test_service.py")),
     # In-process tests of the readers and the run (test_importers.py runs the CLI: 40 s).
-    "importers": Target("gitmem/importers/__init__.py", ("tests/test_import_reading.py",)),
+    "importers": Target("gitmem/importers/__init__.py", ("tests/test_import_reading.py", "tests/test_import_runs.py")),
     "importers-items": Target("gitmem/importers/items.py", ("tests/test_import_reading.py",)),
     "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_import_reading.py",)),
     "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_import_reading.py",)),
