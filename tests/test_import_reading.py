@@ -156,6 +156,7 @@ def test_okf_type_comes_from_the_frontmatter_or_else_the_folder() -> None:
     items, problems = okf({
         "lesson/a.md": "---\ntitle: A\n---\nRetries need jitter",
         "fact/b.md": "---\ntype: Decision\n---\nWe ship on Tuesdays",
+        "lesson/2024/q1.md": "---\ntitle: Q1\n---\nFreeze the week before a release",  # a folder in the folder
         "misc/c.md": "---\ntitle: C\n---\nNo type anywhere",
         "misc/d.md": "---\ntype: Rumour\n---\nSaid in the hallway",
         "fact/e.md": "Just text, no frontmatter",
@@ -163,7 +164,7 @@ def test_okf_type_comes_from_the_frontmatter_or_else_the_folder() -> None:
         "README.md": "---\ntype: fact\n---\nat the root: the bundle's own",
     })
     assert {k: (i.candidate.type, i.candidate.title) for k, i in items.items()} == {
-        "lesson/a": ("lesson", "A"), "fact/b": ("decision", "b")}
+        "lesson/a": ("lesson", "A"), "fact/b": ("decision", "b"), "lesson/2024/q1": ("lesson", "Q1")}
     assert problems == {
         "misc/c.md": "type None is none of gitmem's: " + ", ".join(importers.items.TYPES),
         "misc/d.md": "type 'Rumour' is none of gitmem's: " + ", ".join(importers.items.TYPES),
@@ -221,7 +222,8 @@ def test_okf_techchoice_from_pi_okf_memorys_own_table() -> None:
     assert candidate.type == "decision" and candidate.options == () and candidate.active is None
     candidate, note = techchoice(
         "| 候选 | 说明 | 配置要点 | 状态 |\n|---|---|---|---|\n"
-        '| **pnpm** | "快: 省磁盘" | .npmrc | 使用中 |\n| npm | 自带 | — | candidate |\n|  | 无名 | | |\n')
+        '| **pnpm** | "快: 省磁盘" | .npmrc | 使用中 |\n| npm | 自带 | — | candidate |\n|  | 无名 | | |\n\n'
+        "Only the first table counts:\n\n| 候选 | 说明 |\n|---|---|\n| yarn | 也行 |\n")
     assert note == "" and candidate.type == "techchoice"
     assert [(o.name, o.description, o.config, o.status) for o in candidate.options] == [
         ("pnpm", "快: 省磁盘", ".npmrc", ""), ("npm", "自带", "", "candidate")]
