@@ -103,6 +103,10 @@ TARGETS: dict[str, Target] = {
     "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_import_reading.py",), equivalent=(
         ("w < 0.3", "weight_to_potency is continuous: at 0.3 both pieces give 0.1"),
         ("w < 1.0", "weight_to_potency is continuous: at 1.0 both pieces give 0.8"),
+        ('memory_type >= "techchoice"', "no memory type sorts after 'techchoice': >= picks the same one as =="),
+        ("text[ -1] == text[-1] == '\"'", "a cell ending in a quote that does not start with one is no JSON "
+                                         "string: json.loads fails and the cell is kept as it was, as before"),
+        ("len(text) >= 1 and", "a one-character cell '\"' is no JSON string: json.loads fails and it is kept"),
     )),
     "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_import_reading.py",)),
     "web-auth": Target("gitmem/web/auth.py", ("tests/web/test_auth.py", "tests/web/test_sign_in.py"),

@@ -118,7 +118,7 @@ def test_title_of_the_frontmatter_on_one_line() -> None:
 
 
 @pytest.mark.parametrize(("weight", "potency"), [
-    (-1, 0.0), (0, 0.0), (0.15, 0.05), (0.3, 0.1), (0.65, 0.45), (1.0, 0.8), (2.5, 0.8333), (5.5, 0.9),
+    (-1, 0.0), (0, 0.0), (0.15, 0.05), (0.3, 0.1), (0.65, 0.45), (1.0, 0.8), (1.9, 0.82), (2.5, 0.8333), (5.5, 0.9),
     (10, 1.0), (25, 1.0),
 ])
 def test_weight_to_potency_keeps_each_scales_landmarks(weight: float, potency: float) -> None:
@@ -286,9 +286,16 @@ def test_okf_techchoice_cells_quoted_or_empty() -> None:
                               '| B | "" | -- |\n| C | plain | "" |\n\n- 当前使用:A')
     assert candidate.type == "decision"  # B says nothing: "" is an empty description
     candidate, _ = techchoice('| 候选 | 说明 | 配置要点 |\n|---|---|---|\n| A | "say \\"hi\\"" | "not json |\n'
-                              '| C | plain | -- |\n| D | "x" |\n\n- 当前使用:A')
+                              '| C | plain | -- |\n| D | "x" |\n| E | "say "hi"" |\n\n- 当前使用:A')
     assert [(o.name, o.description, o.config) for o in candidate.options] == [
-        ("A", 'say "hi"', '"not json'), ("C", "plain", "--"), ("D", "x", "")]
+        ("A", 'say "hi"', '"not json'), ("C", "plain", "--"), ("D", "x", ""), ("E", '"say "hi""', "")]
+
+
+def test_okf_techchoice_table_written_without_spaces() -> None:
+    candidate, note = techchoice("|候选|说明|状态|\n|-|-|-|\n|Go|ok|active|\n|Rust|new|candidate|\n")
+    assert note == ""
+    assert [(o.name, o.description, o.status) for o in candidate.options] == [("Go", "ok", ""),
+                                                                            ("Rust", "new", "candidate")]
 
 
 # --- basic-memory, pi-memory-spaced, mem0 -----------------------------------------------------------
