@@ -106,6 +106,8 @@ TARGETS: dict[str, Target] = {
         ('memory_type >= "techchoice"', "no memory type sorts after 'techchoice': >= picks the same one as =="),
         ("text[ -1] == text[-1] == '\"'", "a cell ending in a quote that does not start with one is no JSON "
                                          "string: json.loads fails and the cell is kept as it was, as before"),
+        ("text[0] == text[-1] <= '\"'", "a cell that starts and ends with '!' or a control character is no JSON "
+                                        "string either: json.loads fails and the cell is kept as it was"),
         ("len(text) >= 1 and", "a one-character cell '\"' is no JSON string: json.loads fails and it is kept"),
     )),
     "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_import_reading.py",)),
