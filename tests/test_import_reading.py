@@ -451,9 +451,9 @@ def test_check_format_names_the_formats() -> None:
 
 def test_check_files_takes_relative_paths_inside_the_source() -> None:
     assert check_files({"a\\b.md": "x", "./c/d.md": "y"}) == {"a/b.md": "x", "c/d.md": "y"}
-    assert len(check_files({f"{n}.md": "" for n in range(importers.MAX_FILES)})) == importers.MAX_FILES
+    assert len(check_files({f"{n}.md": "" for n in range(20_000)})) == 20_000
     with pytest.raises(InvalidInput, match="more than 20000 files; import them in parts"):
-        check_files({f"{n}.md": "" for n in range(importers.MAX_FILES + 1)})
+        check_files({f"{n}.md": "" for n in range(20_001)})
     for bad in ({}, [], None, "a.md"):
         with pytest.raises(InvalidInput, match="'files' must be an object of relative path -> file text"):
             check_files(bad)
@@ -539,15 +539,16 @@ def test_read_source_refuses_what_is_not_a_source(tmp_path: Path, fmt: str, make
 def test_read_source_marks_files_it_cannot_read(tmp_path: Path) -> None:
     root = tmp_path / "src"
     root.mkdir()
-    (root / "exact.md").write_bytes(b"x" * importers.MAX_FILE_BYTES)
-    (root / "over.md").write_bytes(b"x" * (importers.MAX_FILE_BYTES + 1))
+    mib = 1 << 20  # "over 1 MiB", the refusal says
+    (root / "exact.md").write_bytes(b"x" * mib)
+    (root / "over.md").write_bytes(b"x" * (mib + 1))
     (root / "latin1.md").write_bytes("caf\xe9".encode("latin-1"))
     (root / "utf8.md").write_text("café")
     (tmp_path / "secret.md").write_text("outside")
     (root / "out.md").symlink_to(tmp_path / "secret.md")
     (root / "in.md").symlink_to(root / "utf8.md")
     files = read_source(root, "basic-memory")
-    assert files == {"exact.md": "x" * importers.MAX_FILE_BYTES, "in.md": "café", "latin1.md": "\x00not UTF-8",
+    assert files == {"exact.md": "x" * mib, "in.md": "café", "latin1.md": "\x00not UTF-8",
                      "out.md": "\x00outside", "over.md": "\x00too large", "utf8.md": "café"}
     (root / "dangling.md").symlink_to(root / "nowhere.md")
     assert "dangling.md" not in read_source(root, "basic-memory")  # no file behind it

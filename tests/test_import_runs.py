@@ -93,6 +93,9 @@ def test_links_become_related_to_what_each_target_became(svc: MemoryService) -> 
     got = {i.label: i for i in report.items}
     assert [got[n].outcome for n in ("a.md", "b.md", "c.md", "d.md")] == ["added", "added", "refused", "reinforced"]
     assert got["a.md"].note == "links to c.md not imported"
+    # The commit names what it brought: A, B, and D (A's memory); not the refused C.
+    assert [v.split()[1] for v in svc.log("default", limit=1)[0].trailers["Import-Item"]] == [
+        got["a.md"].memory_id, got["b.md"].memory_id, got["a.md"].memory_id]
     a = svc.show("default", got["a.md"].memory_id or "")
     # D became A itself: no memory is related to itself.
     assert a.related == (got["b.md"].memory_id,) and got["d.md"].memory_id == a.id
