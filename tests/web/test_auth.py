@@ -13,6 +13,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import pytest
 from flask import Flask
@@ -20,7 +21,7 @@ from flask import Flask
 from gitmem.repo import KeyStore
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
-from gitmem.web import create_app
+from gitmem.web import auth, create_app
 from gitmem.web.auth import SIGNATURE_WINDOW, Caller, Unauthenticated, sign
 
 from .conftest import Client, Keys, typed_client
@@ -201,6 +202,17 @@ def test_a_signed_webhook_acts_as_a_writer(signed_app: tuple[Client, MemoryServi
     assert feedback(client, body, signature=" " + sign(SECRET, int(time.time()), json.dumps(body).encode()) + " ") \
         == (200, "")
     assert svc.show("default", memory.id).verified == ("slack:U1",)
+    # The same signed request again is a replay, refused with nothing written.
+    raw = json.dumps({"memory_id": memory.id, "action": "discuss", "actor": "slack:U1", "text": "why?"}).encode()
+    now = int(time.time())
+    headers = {"Content-Type": "application/json", "X-Gitmem-Timestamp": str(now),
+               "X-Gitmem-Signature": sign(SECRET, now, raw)}
+    assert client.post("/api/v1/feedback", data=raw, headers=headers).status_code == 200
+    head = svc.head("default")
+    replay = client.post("/api/v1/feedback", data=raw, headers=headers)
+    assert replay.status_code == 401
+    assert message(replay) == "this signed request was already received (replay refused)"
+    assert svc.head("default") == head
     # A writer's amendment opens a review (202), main is left: the signed webhook gets what a writer key gets.
     amend = {"memory_id": memory.id, "action": "amend", "actor": "slack:U1", "text": "Staging resets at noon"}
     status, _ = feedback(client, amend)
@@ -229,6 +241,20 @@ def test_a_forged_or_stale_signature_is_401_and_says_which(signed_app: tuple[Cli
     before = svc.head("default")
     assert feedback(client, body, **kwargs) == (401, says)  # type: ignore[arg-type]
     assert svc.head("default") == before
+
+
+@pytest.mark.parametrize(("age", "status"), [(-300, 200), (300, 200), (301, 401), (-301, 401)])
+def test_a_signature_five_minutes_away_is_the_last_one_accepted(signed_app: tuple[Client, MemoryService],
+                                                                 monkeypatch: pytest.MonkeyPatch, age: int,
+                                                                 status: int) -> None:
+    client, svc = signed_app
+    memory = svc.remember("default", "Staging resets every night").memory
+    assert memory is not None
+    stamp = int(time.time())
+    # The server's clock (its own reading only), exactly ``age`` seconds after the stamp.
+    monkeypatch.setattr(auth, "time", SimpleNamespace(time=lambda: stamp + age + 0.0))
+    got, _ = feedback(client, {"memory_id": memory.id, "action": "confirm", "actor": "slack:U1"}, at=stamp)
+    assert got == status
 
 
 def test_signatures_are_refused_where_no_secret_is_set(client: Client) -> None:
