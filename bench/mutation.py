@@ -108,6 +108,7 @@ TARGETS: dict[str, Target] = {
                                          "string: json.loads fails and the cell is kept as it was, as before"),
         ("text[0] == text[-1] <= '\"'", "a cell that starts and ends with '!' or a control character is no JSON "
                                         "string either: json.loads fails and the cell is kept as it was"),
+        ("text[0] is text[-1]", "one-character strings are shared objects in CPython: 'is' compares them as == does"),
         ("len(text) >= 1 and", "a one-character cell '\"' is no JSON string: json.loads fails and it is kept"),
     )),
     "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_import_reading.py",)),
