@@ -99,7 +99,11 @@ TARGETS: dict[str, Target] = {
     "ranking": Target("gitmem/ranking.py", ("tests/test_truth.py", "tests/test_service.py")),
     # In-process tests of the readers and the run (test_importers.py runs the CLI: 40 s).
     "importers": Target("gitmem/importers/__init__.py", ("tests/test_import_reading.py", "tests/test_import_runs.py")),
-    "importers-items": Target("gitmem/importers/items.py", ("tests/test_import_reading.py",)),
+    "importers-items": Target("gitmem/importers/items.py", ("tests/test_import_reading.py",), equivalent=(
+        ("@dataclass(frozen=False)", "nothing changes or hashes an Item or a Problem once made: frozen only guards"),
+        ('if value is None and value == "" or value == 0:', "parse_time reads None and '' as no time as well"),
+        ("value // 1000", "the microseconds are dropped after: / then that gives the second // gives, before 1970 too"),
+    )),
     "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_import_reading.py",), equivalent=(
         ("w < 0.3", "weight_to_potency is continuous: at 0.3 both pieces give 0.1"),
         ("w < 1.0", "weight_to_potency is continuous: at 1.0 both pieces give 0.8"),
@@ -109,6 +113,11 @@ TARGETS: dict[str, Target] = {
         ("text[0] == text[-1] <= '\"'", "a cell that starts and ends with '!' or a control character is no JSON "
                                         "string either: json.loads fails and the cell is kept as it was"),
         ("text[0] is text[-1]", "one-character strings are shared objects in CPython: 'is' compares them as == does"),
+        ("re.IGNORECASE + re.MULTILINE", "two separate flag bits: + gives what | gives"),
+        ("re.IGNORECASE ^ re.MULTILINE", "two separate flag bits: ^ gives what | gives"),
+        ("if len(text) >= ", "_cell's quote test is a shortcut before json.loads: a variant that still lets every JSON "
+                             "string through (the tests try '\"\"', '\"x\"' and longer) keeps any other cell as it "
+                             "was, since json.loads fails on it or gives no string"),
         ("len(text) >= 1 and", "a one-character cell '\"' is no JSON string: json.loads fails and it is kept"),
     )),
     "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_import_reading.py",)),
