@@ -286,13 +286,14 @@ def test_okf_techchoice_cells_quoted_or_empty() -> None:
                               '| B | "" | -- |\n| C | plain | "" |\n| F |\n\n- 当前使用:A')
     assert candidate.type == "decision"  # B says nothing: "" is an empty description; F has no cells past its name
     candidate, _ = techchoice('| 候选 | 说明 | 配置要点 |\n|---|---|---|\n| A | "say \\"hi\\"" | "not json |\n'
-                              '| C | plain | -- |\n| D | "x" |\n| E | "say "hi"" |\n\n- 当前使用:A')
+                              '| C | plain | -- |\n| D | "x" |\n| E | "say "hi"" |\n| G | g | "" |\n\n- 当前使用:A')
     assert [(o.name, o.description, o.config) for o in candidate.options] == [
-        ("A", 'say "hi"', '"not json'), ("C", "plain", "--"), ("D", "x", ""), ("E", '"say "hi""', "")]
+        ("A", 'say "hi"', '"not json'), ("C", "plain", "--"), ("D", "x", ""), ("E", '"say "hi""', ""), ("G", "g", "")]
 
 
 def test_okf_techchoice_name_column_anywhere_rows_without_a_name_skipped() -> None:
-    candidate, note = techchoice("| 说明 | 候选 |\n|---|---|\n| 熟 | React |\n| 无名 |  |\n| 快 | Vue |\n\n当前使用: Vue")
+    candidate, note = techchoice("| 说明 | 候选 |\n|---|---|\n| 熟 | React |\n| 无名 |  |\n| 快 | Vue |\n\n"
+                                 "当前使用: Vue")
     assert note == ""
     assert [(o.name, o.description) for o in candidate.options] == [("React", "熟"), ("Vue", "快")]
 
@@ -300,7 +301,8 @@ def test_okf_techchoice_name_column_anywhere_rows_without_a_name_skipped() -> No
 def test_okf_techchoice_table_ends_at_a_line_that_is_no_row() -> None:
     # A row must open and close with a pipe: "| B | b" ends the table, leaving one option.
     candidate, note = techchoice("| 候选 | 说明 |\n|---|---|\n| A | a |\n| B | b\n| C | c |\n\n- 当前使用:A")
-    assert note == "a TechChoice with fewer than 2 options in its table (候选, 说明): imported as a decision with its text"
+    assert note == ("a TechChoice with fewer than 2 options in its table (候选, 说明): imported as a decision with "
+                    "its text")
     candidate, note = techchoice("| 候选 | 说明 |\n|---|---|\n| A | a |\nB | b |\n| C | c |\n\n- 当前使用:A")
     assert candidate.type == "decision" and "fewer than 2 options" in note
 
