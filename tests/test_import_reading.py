@@ -337,11 +337,15 @@ def test_basic_memory_links_by_title_permalink_file_name_or_path() -> None:
                     "[[c]] [[Gone]] [[Gone]]",
         "c.md": "no frontmatter: [[b]] and [[Dir/B]]",
         "d.md": "---\ntype: gadget\n---\nodd type, [[x]]",
-        "e.md": "---\n[broken\n---\n",
+        "b-broken.md": "---\n[broken\n---\n",
+        "0-readme.txt": "not a note",
         "f.json": "{}",
+        "r.md": "---\ntype: recipe\n---\nodd type too",
     }
     items, problems = items_by_key("basic-memory", files)
-    assert set(problems) == {"e.md"}
+    assert set(problems) == {"b-broken.md"}
+    assert set(items) == {"a.md", "c.md", "d.md", "dir/b.md", "r.md"}
+    assert items["r.md"].note == "type 'recipe' is none of gitmem's: imported as a fact"
     assert items["dir/b.md"].links == ("a.md", "c.md")  # once each; never itself
     assert items["dir/b.md"].note == "[[Gone]] names no note of the project; [[Gone]] names no note of the project"
     assert items["c.md"].links == ("dir/b.md",) and items["c.md"].note == ""
@@ -374,11 +378,11 @@ def test_pi_memory_spaced_fixture_reads_every_field() -> None:
 
 def test_pi_memory_spaced_odd_entries() -> None:
     store = {"memories": [
-        {"content": "no id here", "type": "gadget", "potency": True, "accessCount": -2, "tenured": "yes",
+        {"content": "no id here", "type": "gadget", "potency": True, "accessCount": -1, "tenured": "yes",
          "source": "agent"},
         "not an object",
         {"id": "z", "content": 5},
-        {"id": "", "content": "empty id", "accessCount": True, "potency": 1},
+        {"id": "", "content": "empty id", "accessCount": True, "potency": 1, "tenured": 1},
     ]}
     items, problems = items_by_key("pi-memory-spaced", {"memory-store.json": json.dumps(store)})
     assert problems == {"memory-store.json#2": "not a memory with 'content' text",
@@ -388,7 +392,7 @@ def test_pi_memory_spaced_odd_entries() -> None:
     assert (odd.candidate.type, odd.candidate.potency, odd.candidate.access_count, odd.candidate.tenured,
             odd.candidate.source) == ("fact", None, None, False, "import")
     last = items["memory-store.json#4"].candidate
-    assert (last.potency, last.access_count, last.type) == (1, None, "fact")
+    assert (last.potency, last.access_count, last.type, last.tenured) == (1, None, "fact", False)
     assert items["memory-store.json#4"].note == ""
     # A bare list is a store too.
     items, _ = items_by_key("pi-memory-spaced", {"s.json": json.dumps([{"id": "a", "content": "x"}])})
