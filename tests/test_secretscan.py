@@ -180,6 +180,18 @@ def test_secrets_of_several_kinds_on_one_line_are_each_found_with_their_kind_in_
                                   "AWS Access Key", "password")
 
 
+@pytest.mark.parametrize(("text", "kinds"), [
+    # The first detector's find ends where the second's begins: neither hides the other.
+    ("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sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH",
+     [("Google OAuth client secret", (0, 35)), ("Anthropic key", (35, 92))]),
+    ("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xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
+     [("Google OAuth client secret", (0, 35)), ("Slack token", (35, 91))]),
+])
+def test_two_secrets_glued_together_are_each_found(text: str, kinds: list[tuple[str, tuple[int, int]]]) -> None:
+    assert [(f.kind, f.span) for f in secretscan.find(text)] == kinds
+    assert secretscan.mask(text) == ("[secret removed][secret removed]", 2)
+
+
 JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
        ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U")
 
