@@ -136,6 +136,7 @@ def test_each_format_is_found_with_its_kind_and_masked_exactly(name: str) -> Non
 @pytest.mark.parametrize("text", HARMLESS)
 def test_prose_about_secrets_is_not_a_secret(text: str) -> None:
     assert secretscan.find(text) == []
+    assert secretscan.mask(text) == (text, 0)
 
 
 def test_the_5064_rules_statements_hold_no_false_alarm() -> None:
@@ -222,12 +223,12 @@ def test_a_secret_that_cannot_be_located_in_its_line_masks_the_line(monkeypatch:
     secretscan._scanned.cache_clear()
     monkeypatch.setattr(secretscan, "_scan_line", scan)
     try:
-        text = "first line\nAIzaSyA1234567890abcdefghijklmnopqrstuv, an odd one\nlast 536-90-4399 line"
+        text = "first line\nsecond\nAIzaSyA1234567890abcdefghijklmnopqrstuv, an odd one\nlast 536-90-4399 line"
         # The finding without a place comes first on its line.
         assert [(f.kind, f.line, f.span) for f in secretscan.find(text)] == [
-            ("Odd Token", 2, None), ("Google API key", 2, (0, 39)), ("US Social Security number", 3, (5, 16))]
-        assert secretscan.mask(text) == ("first line\n[secret removed]\nlast [secret removed] line", 3)
-        with pytest.raises(SecretFound, match="^text carries what looks like an Odd Token on line 2; "):
+            ("Odd Token", 3, None), ("Google API key", 3, (0, 39)), ("US Social Security number", 4, (5, 16))]
+        assert secretscan.mask(text) == ("first line\nsecond\n[secret removed]\nlast [secret removed] line", 3)
+        with pytest.raises(SecretFound, match="^text carries what looks like an Odd Token on line 3; "):
             secretscan.refuse(text)
     finally:
         secretscan._scanned.cache_clear()
