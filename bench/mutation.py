@@ -75,6 +75,9 @@ TARGETS: dict[str, Target] = {
     "secretscan": Target("gitmem/secretscan.py", ("tests/test_secretscan.py",), select=_SCANNER, equivalent=(
         ("maxsize=", "the cache's size changes how often a line is scanned again, never what is found in it"),
         ("@dataclass(frozen=False)", "nothing changes or hashes a Finding once made: frozen only guards"),
+        ("while start != 0 and", "start falls one at a time from a place in the line: it meets 0 before it could pass"),
+        ("while end != len(line) and", "end climbs one at a time from inside the line: it meets len(line) first"),
+        ("at: int = -1", "re's search reads a negative start as 0"),
         ("lambda f: f[1] or (", "a finding without a place sorts first on its line with any stand-in up to (0, -1): "
                                 "a located span starts at 0 or later and ends after it (the stand-ins that sort "
                                 "after (0, 39) are killed by test_a_secret_that_cannot_be_located_in_its_line…)"),
