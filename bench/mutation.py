@@ -131,7 +131,9 @@ TARGETS: dict[str, Target] = {
                        select="not never_redirects and not tab_in_next and not returns_to_a_page"),
     "web-csrf": Target("gitmem/web/pages.py", ("tests/web/test_sign_in.py",), functions=("_check_post",),
                        select="form_post or without_the_csrf or another_sessions or logout",
-                       note="the pages' CSRF check: a form post's Origin or Referer, and its session's token"),
+                       note="the pages' CSRF check: a form post's Origin or Referer, and its session's token",
+                       equivalent=(('request.method < "POST"', "the methods sorting after POST (PUT, TRACE) reach no "
+                                    "page: no page route takes them, so routing answers 405 before this check runs"),)),
 }
 
 
