@@ -87,6 +87,7 @@ PERSONAL = {
 AT_THE_EDGE = {
     "API_KEY=⟦a1b2c3d4⟧": "secret key or token",  # 8 characters, 3 bits a character: the least a secret has
     "API_KEY=⟦AbCdEfGhIjKlMnOpQrSt⟧": "secret key or token",  # 20 letters in both cases need no digit
+    "API_KEY=⟦AbCdEfGhIjKlMnOpQrStU⟧": "secret key or token",  # nor do more
     "DB_PASSWORD=⟦Hunter2x⟧": "password",
     "machine h login u password ⟦ab1!⟧": "netrc password",
     "card ⟦4222222222222⟧ ok": "payment card number",  # 13 digits
@@ -102,6 +103,7 @@ SHORT_OF_IT = [
     "API_KEY=abcdefghijklmnopqrst",  # one case and no digit
     "API_KEY=38475610",  # no letter
     "API_KEY=aaaa1111",  # 1 bit a character
+    "API_KEY=a1b2a1b2",  # 2 bits a character: as random as a word
     "DB_PASSWORD=hunterxyz",  # letters only: a word
     "machine h login u password <your-password>",
     "machine h login u password ab1",
