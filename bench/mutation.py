@@ -87,7 +87,14 @@ TARGETS: dict[str, Target] = {
         ("if len(value) < 7 or", "the patterns that call looks_like_secret give it 8 characters or more"),
         ("return len(value) >= 5 and", "the patterns that call looks_like_password give it 6 characters or more"),
     )),
-    "personaldata": Target("gitmem/personaldata.py", ("tests/test_secretscan.py",), select=_SCANNER),
+    "personaldata": Target("gitmem/personaldata.py", ("tests/test_secretscan.py",), select=_SCANNER, equivalent=(
+        ("12 <= len(digits)", "_CARD's pattern gives 13 to 19 digits: 12 is never there to admit"),
+        ("len(digits) <= 20", "_CARD's pattern gives 13 to 19 digits: 20 is never there to admit"),
+        ("if any(start <= e and", "two matches never touch: each pattern wants no word character or hyphen just "
+                                  "before it, and every match ends in one"),
+        ("and s <= end for", "two matches never touch: each pattern wants no word character or hyphen just "
+                             "after it, and every match begins with one"),
+    )),
     "pushes": Target("gitmem/pushes.py", ("tests/web/test_push.py", "tests/web/test_push_checks.py")),
     "pushrules": Target("gitmem/pushrules.py", ("tests/web/test_push_checks.py", "tests/web/test_push.py")),
     "receive": Target("gitmem/repo/receive.py", ("tests/test_receive.py",)),

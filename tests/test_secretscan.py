@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gitmem import secretscan
+from gitmem import personaldata, secretscan
 from gitmem.errors import PersonalDataFound, SecretFound
 from gitmem.memories import Candidate
 from gitmem.service import MemoryService
@@ -284,6 +284,20 @@ def test_personal_data_is_found_masked_and_refused(name: str) -> None:
     with pytest.raises(PersonalDataFound, match=f"looks like an? {kind}; gitmem refuses personal data") as caught:
         secretscan.refuse(text)
     assert caught.value.kinds == (kind,)
+
+
+@pytest.mark.parametrize(("line", "found"), [
+    # An 18-digit resident id that passes Luhn and starts as a Visa does is one finding, not two.
+    ("身份证 440305199001010149", [("Chinese resident id number", (4, 22))]),
+    # One that fails its check does not stop the next one on the line being found.
+    ("SSN 000-12-3456 or 536-90-4399, card 4111111111111112 or 4111 1111 1111 1111",
+     [("US Social Security number", (19, 30)), ("payment card number", (57, 76))]),
+    ("IBAN DE89370400440532013000 and SSN 536-90-4399",
+     [("US Social Security number", (36, 47)), ("IBAN", (5, 27))]),
+])
+def test_personal_data_in_a_line_each_once_with_its_kind_and_place(line: str,
+                                                                   found: list[tuple[str, tuple[int, int]]]) -> None:
+    assert list(personaldata.find(line)) == found
 
 
 def test_the_finding_names_the_line() -> None:
