@@ -113,7 +113,22 @@ TARGETS: dict[str, Target] = {
     "recall": Target("gitmem/recall.py", ("tests/test_truth.py", "tests/test_service.py")),
     "ranking": Target("gitmem/ranking.py", ("tests/test_truth.py", "tests/test_service.py")),
     # In-process tests of the readers and the run (test_importers.py runs the CLI: 40 s).
-    "importers": Target("gitmem/importers/__init__.py", ("tests/test_import_reading.py", "tests/test_import_runs.py")),
+    "importers": Target(
+        "gitmem/importers/__init__.py", ("tests/test_import_reading.py", "tests/test_import_runs.py"), equivalent=(
+            ("@dataclass(frozen=False)", "nothing changes or hashes an Imported or an ImportReport once made"),
+            ("dry_run: bool = True,", "every caller passes dry_run by name (the service; run itself, for a scratch "
+                                      "run)"),
+            ("create: bool = True)", "the service passes create by name; run's scratch run is into a namespace that "
+                                     "exists, where create changes nothing"),
+            ("result.outcomes, strict=False", "remember_many gives one outcome per candidate: the lengths always "
+                                              "match"),
+            ('info.action > "import"', "only import commits carry an Import-Format trailer: the format test skips "
+                                       "every other commit anyway"),
+            ("if len(files) == MAX_FILES:", "files grow one at a time: the count meets the limit before passing it"),
+            ("if fmt >= 'okf' else", "only okf and basic-memory reach this message, and basic-memory sorts before okf"),
+            ('elif fmt >= "pi-memory-spaced":', "okf and basic-memory are taken before, and mem0 sorts before "
+                                                "pi-memory-spaced: the same reader runs"),
+        )),
     "importers-items": Target("gitmem/importers/items.py", ("tests/test_import_reading.py",), equivalent=(
         ("@dataclass(frozen=False)", "nothing changes or hashes an Item or a Problem once made: frozen only guards"),
         ('if value is None and value == "" or value == 0:', "parse_time reads None and '' as no time as well"),
