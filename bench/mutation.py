@@ -125,6 +125,12 @@ TARGETS: dict[str, Target] = {
             ('info.action > "import"', "only import commits carry an Import-Format trailer: the format test skips "
                                        "every other commit anyway"),
             ("if len(files) == MAX_FILES:", "files grow one at a time: the count meets the limit before passing it"),
+            ('if o.outcome != "refused" or o.memory_id]', "the import's write gate gives a memory id with every "
+                                                         "outcome but refused: 'or' keeps the same items"),
+            ('if fmt >= "pi-memory-spaced" else', "only pi-memory-spaced and mem0 reach this line, and mem0 sorts "
+                                                  "before it"),
+            ("if fmt >= 'pi-memory-spaced' else", "only pi-memory-spaced and mem0 reach this message, and mem0 sorts "
+                                                  "before it"),
             ("if fmt >= 'okf' else", "only okf and basic-memory reach this message, and basic-memory sorts before okf"),
             ('elif fmt >= "pi-memory-spaced":', "okf and basic-memory are taken before, and mem0 sorts before "
                                                 "pi-memory-spaced: the same reader runs"),
