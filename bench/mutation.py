@@ -160,7 +160,12 @@ TARGETS: dict[str, Target] = {
         ("found is not name", "a link resolves to the very string the notes list holds: 'is not' compares as != does"),
     )),
     "web-auth": Target("gitmem/web/auth.py", ("tests/web/test_auth.py", "tests/web/test_sign_in.py"),
-                       select="not never_redirects and not tab_in_next and not returns_to_a_page"),
+                       select="not never_redirects and not tab_in_next and not returns_to_a_page", equivalent=(
+                           ("exit_code = ", "Unauthenticated is raised only in the web app, which answers with its "
+                                            "HTTP status: no command exits with it"),
+                           ("secrets.token_urlsafe(", "a session id of 23 or 25 random bytes is as unguessable and as "
+                                                      "unseen as one of 24"),
+                       )),
     "web-csrf": Target("gitmem/web/pages.py", ("tests/web/test_sign_in.py",), functions=("_check_post",),
                        select="form_post or without_the_csrf or another_sessions or logout",
                        note="the pages' CSRF check: a form post's Origin or Referer, and its session's token",
