@@ -125,8 +125,15 @@ TARGETS: dict[str, Target] = {
             ('info.action > "import"', "only import commits carry an Import-Format trailer: the format test skips "
                                        "every other commit anyway"),
             ("if len(files) == MAX_FILES:", "files grow one at a time: the count meets the limit before passing it"),
-            ('if o.outcome != "refused" or o.memory_id]', "the import's write gate gives a memory id with every "
-                                                         "outcome but refused: 'or' keeps the same items"),
+            ('o.outcome != "refused" or o.memory_id', "the import's write gate gives a memory id with every outcome "
+                                                      "but refused: 'or' keeps the same items"),
+            ("new_namespace: bool = True", "every ImportReport is made with new_namespace given"),
+            ("first.outcomes if first else (), strict=False", "remember_many gives one outcome per candidate: the "
+                                                              "lengths always match"),
+            ('info.action < "import"', "only import commits carry an Import-Format trailer: the format test skips "
+                                       "every other commit anyway"),
+            ('elif fmt <= "basic-memory":', "okf is taken before, and pi-memory-spaced and mem0 sort after "
+                                            "basic-memory: the same reader runs"),
             ('if fmt >= "pi-memory-spaced" else', "only pi-memory-spaced and mem0 reach this line, and mem0 sorts "
                                                   "before it"),
             ("if fmt >= 'pi-memory-spaced' else", "only pi-memory-spaced and mem0 reach this message, and mem0 sorts "

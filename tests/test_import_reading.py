@@ -523,7 +523,7 @@ def test_read_source_folders_of_each_format(tmp_path: Path) -> None:
 
 def test_read_source_takes_markdown_and_weights_and_skips_hidden_folders(tmp_path: Path) -> None:
     root = tmp_path / "src"
-    for name in ("a.md", "sub/b.md", "sub/c.txt", ".git/d.md", "sub/.hidden/e.md", ".meta/weights.json",
+    for name in ("a.md", "sub/b.md", "sub/c.txt", ".git/d.md", "sub/.hidden/e.md", ".trash/t.md", ".meta/weights.json",
                  ".meta/other.json", ".meta/f.md", ".g.md", "sub/weights.json"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(name)

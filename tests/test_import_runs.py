@@ -6,8 +6,11 @@ The service's own import (no CLI, no server), fast enough for the mutation targe
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
+
+import pytest
 
 from gitmem import importers
 from gitmem.importers import item_digest, read
@@ -69,6 +72,19 @@ def test_a_second_import_skips_what_the_first_brought_and_names_that_commit(svc:
     pi = json.dumps([{"id": "a", "content": "Uses pnpm"}])
     assert [i.outcome for i in svc.import_memories("default", "pi-memory-spaced", {"memories.json": pi}).items] == [
         "reinforced"]
+    # Other commits since (a remember, that pi-memory-spaced import) hide no earlier import.
+    svc.remember("default", "Releases are tagged on Mondays")
+    assert outcomes(svc.import_memories("default", "mem0", mem0_source(("a", "Uses pnpm")))) == [
+        ("memories.json#a", "skipped")]
+
+
+def test_a_skipped_item_is_named_as_its_source_names_it(svc: MemoryService) -> None:
+    first = svc.import_memories("default", "okf", files_of("okf"))
+    again = svc.import_memories("default", "okf", files_of("okf"))
+    assert again.commit is None
+    assert [(i.label, i.outcome) for i in again.items] == [
+        (i.label, "skipped" if i.outcome != "refused" else "refused") for i in first.items]
+    assert "fact/门店布局.md" in {i.label for i in again.items}
 
 
 def test_an_import_reverted_counts_as_never_made(svc: MemoryService) -> None:
@@ -82,7 +98,10 @@ def test_an_import_reverted_counts_as_never_made(svc: MemoryService) -> None:
     assert third.items[0].reason == f"imported before, in {again.commit[:10]}"
 
 
-def test_links_become_related_to_what_each_target_became(svc: MemoryService) -> None:
+def test_links_become_related_to_what_each_target_became(svc: MemoryService, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ids in the order the items come, so which sorts first is known (they are random otherwise).
+    ids = itertools.count(0xA000000000)
+    monkeypatch.setattr(importers, "new_id", lambda: f"{next(ids):010x}")
     files = {
         "a.md": "---\ntitle: A\n---\nDeploys need a green build; see [[B]] and [[C]] and [[D]]",
         "b.md": "---\ntitle: B\n---\nThe build runs on every push",
