@@ -72,6 +72,9 @@ def test_a_second_import_skips_what_the_first_brought_and_names_that_commit(svc:
     pi = json.dumps([{"id": "a", "content": "Uses pnpm"}])
     assert [i.outcome for i in svc.import_memories("default", "pi-memory-spaced", {"memories.json": pi}).items] == [
         "reinforced"]
+    # An item edited in the source since is new: it goes through the write gate again.
+    edited = svc.import_memories("default", "mem0", mem0_source(("a", "Uses pnpm in every JavaScript project")))
+    assert outcomes(edited) == [("memories.json#a", "added")]
     # Other commits since (a remember, that pi-memory-spaced import) hide no earlier import.
     svc.remember("default", "Releases are tagged on Mondays")
     assert outcomes(svc.import_memories("default", "mem0", mem0_source(("a", "Uses pnpm")))) == [
