@@ -170,6 +170,9 @@ TARGETS: dict[str, Target] = {
                        select="not never_redirects and not tab_in_next and not returns_to_a_page", equivalent=(
                            ("exit_code = ", "Unauthenticated is raised only in the web app, which answers with its "
                                             "HTTP status: no command exits with it"),
+                           ("@dataclass(frozen=False)", "nothing changes or hashes a Caller once made"),
+                           ("time.time() * lifetime", "a sign-out kept on record longer is refused the same; only "
+                                                      "the record's pruning comes later"),
                            ("secrets.token_urlsafe(", "a session id of 23 or 25 random bytes is as unguessable and as "
                                                       "unseen as one of 24"),
                        )),

@@ -60,6 +60,7 @@ def test_a_key_is_taken_from_each_header_a_client_may_send(client: Client, keys:
     ({"Authorization": "Bearer "}, "authentication required"),
     ({"Authorization": "Bearer"}, "authentication required"),
     ({"Authorization": "Token abc"}, "authentication required"),
+    ({"Authorization": "ApiKey abc"}, "authentication required"),  # a scheme gitmem does not take, whatever its name
     ({"X-API-Key": ""}, "authentication required"),
     ({"Authorization": "Basic "}, "authentication required"),
     ({"Authorization": "Basic " + base64.b64encode(b"user-only").decode()}, "authentication required"),
