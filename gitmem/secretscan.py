@@ -82,6 +82,21 @@ def _token(line: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _quoted(line: str, start: int, end: int) -> tuple[int, int]:
+    r"""Widen a quoted value past the escaped quotes in it to its closing quote (or the line's end).
+
+    detect-secrets' keyword plugin stops a value at an escaped quote (``"abc\"def12345"`` gives
+    ``abc\``): what follows up to the closing quote is the secret too.
+    """
+    quote = line[start - 1] if start > 0 else ""
+    if quote not in ('"', "'", "`"):
+        return start, end
+    while end < len(line) and line[end] == quote and line[end - 1] == "\\":
+        close = line.find(quote, end + 1)
+        end = close if close >= 0 else len(line)
+    return start, end
+
+
 def _occurrences(line: str, value: str) -> Iterable[tuple[int, int]]:
     """Every place ``value`` stands in ``line``."""
     at = line.find(value)
@@ -122,7 +137,7 @@ def _scanned(line: str) -> tuple[tuple[str, tuple[int, int] | None], ...]:
         add(kind, where)
     for secret in _scanner()(line):
         value = secret.secret_value or ""
-        spans: list[tuple[int, int] | None] = [_token(line, *at) for at in _occurrences(line, value)]
+        spans: list[tuple[int, int] | None] = [_quoted(line, *_token(line, *at)) for at in _occurrences(line, value)]
         for span in spans or [None]:
             add(str(secret.type), span)
     add_formats(CONTEXT_FORMATS)

@@ -211,6 +211,18 @@ def test_a_token_a_detector_names_by_a_part_is_masked_whole(text: str, masked: s
     assert secretscan.mask(text) == (masked, 1)
 
 
+@pytest.mark.parametrize(("text", "masked"), [
+    # detect-secrets stops a quoted value at an escaped quote in it: the rest of the value goes too.
+    ('password = "abc\\"def12345"', 'password = "[secret removed]"'),
+    ("password = 'abc\\'def12345' # staging", "password = '[secret removed]' # staging"),
+    ('secret: "x\\"y z 12345" and "more"', 'secret: "[secret removed]" and "more"'),
+    ('pwd = "Hunter2\\"x\\"y" then', 'pwd = "[secret removed]" then'),
+    ('password = "abc\\"def12345', 'password = "[secret removed]'),  # never closed: to the line's end
+])
+def test_a_quoted_secret_with_an_escaped_quote_is_masked_whole(text: str, masked: str) -> None:
+    assert secretscan.mask(text) == (masked, 1)
+
+
 def test_a_secret_that_cannot_be_located_in_its_line_masks_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """A detector whose value is not the line's own text (none of today's): the whole line goes, nothing leaks."""
 
