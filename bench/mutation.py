@@ -78,6 +78,12 @@ TARGETS: dict[str, Target] = {
         ("while start != 0 and", "start falls one at a time from a place in the line: it meets 0 before it could pass"),
         ("while end != len(line) and", "end climbs one at a time from inside the line: it meets len(line) first"),
         ("at: int = -1", "re's search reads a negative start as 0"),
+        ("if start >= 0 else", "only the keyword plugin's values end in a backslash before a quote, and they follow a "
+                               "name and '=', never starting a line: at 0 the loop never runs either way"),
+        ("line[end] >= quote", "detect-secrets cuts a value ending in a backslash at the quote after it, and each "
+                               "later step lands on a quote found: the character there is the quote"),
+        ("line[end] <= quote", "detect-secrets cuts a value ending in a backslash at the quote after it, and each "
+                               "later step lands on a quote found: the character there is the quote"),
         ("lambda f: f[1] or (", "a finding without a place sorts first on its line with any stand-in up to (0, -1): "
                                 "a located span starts at 0 or later and ends after it (the stand-ins that sort "
                                 "after (0, 39) are killed by test_a_secret_that_cannot_be_located_in_its_line…)"),
