@@ -80,6 +80,7 @@ TARGETS: dict[str, Target] = {
         ("at: int = -1", "re's search reads a negative start as 0"),
         ("if start >= 0 else", "only the keyword plugin's values end in a backslash before a quote, and they follow a "
                                "name and '=', never starting a line: at 0 the loop never runs either way"),
+        ("close if close > 0 else", "the next quote is searched from end + 1, so it is never found at 0"),
         ("line[end] >= quote", "detect-secrets cuts a value ending in a backslash at the quote after it, and each "
                                "later step lands on a quote found: the character there is the quote"),
         ("line[end] <= quote", "detect-secrets cuts a value ending in a backslash at the quote after it, and each "

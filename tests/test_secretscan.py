@@ -237,12 +237,14 @@ def test_a_secret_that_cannot_be_located_in_its_line_masks_the_line(monkeypatch:
     secretscan._scanned.cache_clear()
     monkeypatch.setattr(secretscan, "_scan_line", scan)
     try:
-        text = "first line\nsecond\nAIzaSyA1234567890abcdefghijklmnopqrstuv, an odd one\nlast 536-90-4399 line"
+        text = ("first line\nsecond\nthird\nAIzaSyA1234567890abcdefghijklmnopqrstuv, an odd one\n"
+                "last 536-90-4399 line")
         # The finding without a place comes first on its line.
         assert [(f.kind, f.line, f.span) for f in secretscan.find(text)] == [
-            ("Odd Token", 3, None), ("Google API key", 3, (0, 39)), ("US Social Security number", 4, (5, 16))]
-        assert secretscan.mask(text) == ("first line\nsecond\n[secret removed]\nlast [secret removed] line", 3)
-        with pytest.raises(SecretFound, match="^text carries what looks like an Odd Token on line 3; "):
+            ("Odd Token", 4, None), ("Google API key", 4, (0, 39)), ("US Social Security number", 5, (5, 16))]
+        assert secretscan.mask(text) == (
+            "first line\nsecond\nthird\n[secret removed]\nlast [secret removed] line", 3)
+        with pytest.raises(SecretFound, match="^text carries what looks like an Odd Token on line 4; "):
             secretscan.refuse(text)
     finally:
         secretscan._scanned.cache_clear()
