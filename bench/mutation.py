@@ -78,8 +78,9 @@ TARGETS: dict[str, Target] = {
         ("while start != 0 and", "start falls one at a time from a place in the line: it meets 0 before it could pass"),
         ("while end != len(line) and", "end climbs one at a time from inside the line: it meets len(line) first"),
         ("at: int = -1", "re's search reads a negative start as 0"),
-        ("if start >= 0 else", "only the keyword plugin's values end in a backslash before a quote, and they follow a "
-                               "name and '=', never starting a line: at 0 the loop never runs either way"),
+        ("quote = line[start - 1] if start ", "only the keyword plugin's values end in a backslash before a quote, "
+                                              "and they follow a name and '=' (never at 0 or 1): for a value there "
+                                              "the loop never runs, whatever quote is"),
         ("close if close > 0 else", "the next quote is searched from end + 1, so it is never found at 0"),
         ("line[end] >= quote", "detect-secrets cuts a value ending in a backslash at the quote after it, and each "
                                "later step lands on a quote found: the character there is the quote"),
