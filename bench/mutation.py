@@ -63,6 +63,8 @@ class Target:
 _NO_SEGMENTS = ("a conversation of fewer than seven messages has no topic boundary (extraction.boundaries needs "
                 "six cosines): asking the encoder from five, six or seven messages on gives the same segments")
 
+_SCANNER = "not remember and not amend_and_feedback and not cli_says and not batch"
+
 TARGETS: dict[str, Target] = {
     "concepts": Target("gitmem/concepts.py", ("tests/test_concepts.py",)),
     "similarity": Target("gitmem/similarity.py", ("tests/test_similarity.py",)),
@@ -72,9 +74,38 @@ TARGETS: dict[str, Target] = {
         note="Memories.remember: validation, the normalised-duplicate check and the similarity gate",
     ),
     # Issue 23's modules: the newest surfaces, each with the tests that should pin it.
-    "secretscan": Target("gitmem/secretscan.py", ("tests/test_secretscan.py",)),
-    "secretformats": Target("gitmem/secretformats.py", ("tests/test_secretscan.py",)),
-    "personaldata": Target("gitmem/personaldata.py", ("tests/test_secretscan.py", "tests/test_redaction.py")),
+    # The scanner's own tests; the write paths' (a service, the CLI, the write gate) take seconds more.
+    "secretscan": Target("gitmem/secretscan.py", ("tests/test_secretscan.py",), select=_SCANNER, equivalent=(
+        ("maxsize=", "the cache's size changes how often a line is scanned again, never what is found in it"),
+        ("@dataclass(frozen=False)", "nothing changes or hashes a Finding once made: frozen only guards"),
+        ("while start != 0 and", "start falls one at a time from a place in the line: it meets 0 before it could pass"),
+        ("while end != len(line) and", "end climbs one at a time from inside the line: it meets len(line) first"),
+        ("at: int = -1", "re's search reads a negative start as 0"),
+        ("quote = line[start - 1] if start ", "only the keyword plugin's values end in a backslash before a quote, "
+                                              "and they follow a name and '=' (never at 0 or 1): for a value there "
+                                              "the loop never runs, whatever quote is"),
+        ("close if close > 0 else", "the next quote is searched from end + 1, so it is never found at 0"),
+        ("line[end] >= quote", "detect-secrets cuts a value ending in a backslash at the quote after it, and each "
+                               "later step lands on a quote found: the character there is the quote"),
+        ("line[end] <= quote", "detect-secrets cuts a value ending in a backslash at the quote after it, and each "
+                               "later step lands on a quote found: the character there is the quote"),
+        ("lambda f: f[1] or (", "a finding without a place sorts first on its line with any stand-in up to (0, -1): "
+                                "a located span starts at 0 or later and ends after it (the stand-ins that sort "
+                                "after (0, 39) are killed by test_a_secret_that_cannot_be_located_in_its_line…)"),
+    )),
+    "secretformats": Target("gitmem/secretformats.py", ("tests/test_secretscan.py",), select=_SCANNER, equivalent=(
+        ("@dataclass(frozen=False)", "nothing changes or hashes a Format: they are the module's constants"),
+        ("if len(value) < 7 or", "the patterns that call looks_like_secret give it 8 characters or more"),
+        ("return len(value) >= 5 and", "the patterns that call looks_like_password give it 6 characters or more"),
+    )),
+    "personaldata": Target("gitmem/personaldata.py", ("tests/test_secretscan.py",), select=_SCANNER, equivalent=(
+        ("12 <= len(digits)", "_CARD's pattern gives 13 to 19 digits: 12 is never there to admit"),
+        ("len(digits) <= 20", "_CARD's pattern gives 13 to 19 digits: 20 is never there to admit"),
+        ("if any(start <= e and", "two matches never touch: each pattern wants no word character or hyphen just "
+                                  "before it, and every match ends in one"),
+        ("and s <= end for", "two matches never touch: each pattern wants no word character or hyphen just "
+                             "after it, and every match begins with one"),
+    )),
     "pushes": Target("gitmem/pushes.py", ("tests/web/test_push.py", "tests/web/test_push_checks.py")),
     "pushrules": Target("gitmem/pushrules.py", ("tests/web/test_push_checks.py", "tests/web/test_push.py")),
     "receive": Target("gitmem/repo/receive.py", ("tests/test_receive.py",)),
@@ -184,11 +215,75 @@ TARGETS: dict[str, Target] = {
             ('if state >= "pending":', "of the states (active, pending, archived) only pending sorts at or after "
                                        "'pending'"),
         )),
-    "importers": Target("gitmem/importers/__init__.py", ("tests/test_importers.py",)),
-    "importers-items": Target("gitmem/importers/items.py", ("tests/test_importers.py",)),
-    "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_importers.py",)),
-    "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_importers.py",)),
-    "web-auth": Target("gitmem/web/auth.py", ("tests/web/test_sign_in.py", "tests/web/test_keys.py")),
+    # In-process tests of the readers and the run (test_importers.py runs the CLI: 40 s).
+    "importers": Target(
+        "gitmem/importers/__init__.py", ("tests/test_import_reading.py", "tests/test_import_runs.py"), equivalent=(
+            ("@dataclass(frozen=False)", "nothing changes or hashes an Imported or an ImportReport once made"),
+            ("dry_run: bool = True,", "every caller passes dry_run by name (the service; run itself, for a scratch "
+                                      "run)"),
+            ("create: bool = True)", "the service passes create by name; run's scratch run is into a namespace that "
+                                     "exists, where create changes nothing"),
+            ("result.outcomes, strict=False", "remember_many gives one outcome per candidate: the lengths always "
+                                              "match"),
+            ('info.action > "import"', "only import commits carry an Import-Format trailer: the format test skips "
+                                       "every other commit anyway"),
+            ("if len(files) == MAX_FILES:", "files grow one at a time: the count meets the limit before passing it"),
+            ('o.outcome != "refused" or o.memory_id', "the import's write gate gives a memory id with every outcome "
+                                                      "but refused: 'or' keeps the same items"),
+            ("new_namespace: bool = True", "every ImportReport is made with new_namespace given"),
+            ("first.outcomes if first else (), strict=False", "remember_many gives one outcome per candidate: the "
+                                                              "lengths always match"),
+            ('info.action < "import"', "only import commits carry an Import-Format trailer: the format test skips "
+                                       "every other commit anyway"),
+            ('elif fmt <= "basic-memory":', "okf is taken before, and pi-memory-spaced and mem0 sort after "
+                                            "basic-memory: the same reader runs"),
+            ('if fmt >= "pi-memory-spaced" else', "only pi-memory-spaced and mem0 reach this line, and mem0 sorts "
+                                                  "before it"),
+            ("if fmt >= 'pi-memory-spaced' else", "only pi-memory-spaced and mem0 reach this message, and mem0 sorts "
+                                                  "before it"),
+            ("if fmt >= 'okf' else", "only okf and basic-memory reach this message, and basic-memory sorts before okf"),
+            ('elif fmt >= "pi-memory-spaced":', "okf and basic-memory are taken before, and mem0 sorts before "
+                                                "pi-memory-spaced: the same reader runs"),
+        )),
+    "importers-items": Target("gitmem/importers/items.py", ("tests/test_import_reading.py",), equivalent=(
+        ("@dataclass(frozen=False)", "nothing changes or hashes an Item or a Problem once made: frozen only guards"),
+        ('if value is None and value == "" or value == 0:', "parse_time reads None and '' as no time as well"),
+        ("value // 1000", "the microseconds are dropped after: / then that gives the second // gives, before 1970 too"),
+    )),
+    "importers-okf": Target("gitmem/importers/okf.py", ("tests/test_import_reading.py",), equivalent=(
+        ("w < 0.3", "weight_to_potency is continuous: at 0.3 both pieces give 0.1"),
+        ("w < 1.0", "weight_to_potency is continuous: at 1.0 both pieces give 0.8"),
+        ('memory_type >= "techchoice"', "no memory type sorts after 'techchoice': >= picks the same one as =="),
+        ("text[ -1] == text[-1] == '\"'", "a cell ending in a quote that does not start with one is no JSON "
+                                         "string: json.loads fails and the cell is kept as it was, as before"),
+        ("text[0] == text[-1] <= '\"'", "a cell that starts and ends with '!' or a control character is no JSON "
+                                        "string either: json.loads fails and the cell is kept as it was"),
+        ("text[0] is text[-1]", "one-character strings are shared objects in CPython: 'is' compares them as == does"),
+        ("re.IGNORECASE + re.MULTILINE", "two separate flag bits: + gives what | gives"),
+        ("re.IGNORECASE ^ re.MULTILINE", "two separate flag bits: ^ gives what | gives"),
+        ("if len(text) >= ", "_cell's quote test is a shortcut before json.loads: a variant that still lets every JSON "
+                             "string through (the tests try '\"\"', '\"x\"' and longer) keeps any other cell as it "
+                             "was, since json.loads fails on it or gives no string"),
+        ("len(text) >= 1 and", "a one-character cell '\"' is no JSON string: json.loads fails and it is kept"),
+    )),
+    "importers-stores": Target("gitmem/importers/stores.py", ("tests/test_import_reading.py",), equivalent=(
+        ("found is not name", "a link resolves to the very string the notes list holds: 'is not' compares as != does"),
+    )),
+    "web-auth": Target("gitmem/web/auth.py", ("tests/web/test_auth.py", "tests/web/test_sign_in.py"),
+                       select="not never_redirects and not tab_in_next and not returns_to_a_page", equivalent=(
+                           ("exit_code = ", "Unauthenticated is raised only in the web app, which answers with its "
+                                            "HTTP status: no command exits with it"),
+                           ("@dataclass(frozen=False)", "nothing changes or hashes a Caller once made"),
+                           ("time.time() * lifetime", "a sign-out kept on record longer is refused the same; only "
+                                                      "the record's pruning comes later"),
+                           ("secrets.token_urlsafe(", "a session id of 23 or 25 random bytes is as unguessable and as "
+                                                      "unseen as one of 24"),
+                       )),
+    "web-csrf": Target("gitmem/web/pages.py", ("tests/web/test_sign_in.py",), functions=("_check_post",),
+                       select="form_post or without_the_csrf or another_sessions or logout",
+                       note="the pages' CSRF check: a form post's Origin or Referer, and its session's token",
+                       equivalent=(('request.method < "POST"', "the methods sorting after POST (PUT, TRACE) reach no "
+                                    "page: no page route takes them, so routing answers 405 before this check runs"),)),
 }
 
 

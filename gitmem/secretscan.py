@@ -82,6 +82,21 @@ def _token(line: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _quoted(line: str, start: int, end: int) -> tuple[int, int]:
+    r"""Widen a quoted value past the escaped quotes in it to its closing quote (or the line's end).
+
+    detect-secrets' keyword plugin stops a value at an escaped quote (``"abc\"def12345"`` gives
+    ``abc\``): what follows up to the closing quote is the secret too.
+    """
+    quote = line[start - 1] if start > 0 else ""
+    if quote not in ('"', "'", "`"):
+        return start, end
+    while end < len(line) and line[end] == quote and line[end - 1] == "\\":
+        close = line.find(quote, end + 1)
+        end = close if close >= 0 else len(line)
+    return start, end
+
+
 def _occurrences(line: str, value: str) -> Iterable[tuple[int, int]]:
     """Every place ``value`` stands in ``line``."""
     at = line.find(value)
@@ -122,7 +137,7 @@ def _scanned(line: str) -> tuple[tuple[str, tuple[int, int] | None], ...]:
         add(kind, where)
     for secret in _scanner()(line):
         value = secret.secret_value or ""
-        spans: list[tuple[int, int] | None] = [_token(line, *at) for at in _occurrences(line, value)]
+        spans: list[tuple[int, int] | None] = [_quoted(line, *_token(line, *at)) for at in _occurrences(line, value)]
         for span in spans or [None]:
             add(str(secret.type), span)
     add_formats(CONTEXT_FORMATS)
@@ -142,12 +157,23 @@ def find(text: str) -> list[Finding]:
             continue
         if in_key:
             found.append(Finding("private key", number, (0, len(line))))
-            in_key = not PRIVATE_KEY_END.search(line)
+            end = PRIVATE_KEY_END.search(line)
+            # Another key may begin on the line this one ends on (a line break lost between two).
+            in_key = end is None or _key_left_open(line, end.end())
             continue
         found.extend(Finding(kind, number, span) for kind, span in _in_line(line))
-        begin = PRIVATE_KEY_BEGIN.search(line)
-        in_key = bool(begin) and not PRIVATE_KEY_END.search(line, begin.end() if begin else 0)
+        in_key = _key_left_open(line)
     return found
+
+
+def _key_left_open(line: str, at: int = 0) -> bool:
+    """Whether a private key begins in ``line`` (from ``at`` on) and does not end in it."""
+    while begin := PRIVATE_KEY_BEGIN.search(line, at):
+        end = PRIVATE_KEY_END.search(line, begin.end())
+        if end is None:
+            return True
+        at = end.end()
+    return False
 
 
 def refuse(text: str, *, what: str = "text") -> None:
@@ -190,14 +216,9 @@ def mask(text: str) -> tuple[str, int]:
         if any(span is None for span in spans):
             lines[number - 1] = "[secret removed]"
             continue
-        merged: list[list[int]] = []
-        for start, end in sorted(s for s in spans if s is not None):
-            if merged and start <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], end)
-            else:
-                merged.append([start, end])
-        # Back to front: a replacement shorter or longer than its secret moves what follows it.
-        for start, end in reversed(merged):
+        # A line's spans never overlap (find keeps one finding where two detectors see the same
+        # secret). Back to front: a replacement shorter or longer than its secret moves what follows it.
+        for start, end in sorted((s for s in spans if s is not None), reverse=True):
             line = line[:start] + "[secret removed]" + line[end:]
         lines[number - 1] = line
     return "\n".join(lines), len(found)

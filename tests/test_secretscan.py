@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from gitmem import secretscan
+from gitmem import personaldata, secretscan
 from gitmem.errors import PersonalDataFound, SecretFound
 from gitmem.memories import Candidate
 from gitmem.service import MemoryService
@@ -81,6 +83,47 @@ PERSONAL = {
 }
 
 
+# Just over the line each check draws, with the kind found; and just short of it, found nowhere.
+AT_THE_EDGE = {
+    "API_KEY=⟦a1b2c3d4⟧": "secret key or token",  # 8 characters, 3 bits a character: the least a secret has
+    "API_KEY=⟦AbCdEfGhIjKlMnOpQrSt⟧": "secret key or token",  # 20 letters in both cases need no digit
+    "API_KEY=⟦AbCdEfGhIjKlMnOpQrStU⟧": "secret key or token",  # nor do more
+    "DB_PASSWORD=⟦Hunter2x⟧": "password",
+    "machine h login u password ⟦ab1!⟧": "netrc password",
+    "card ⟦4222222222222⟧ ok": "payment card number",  # 13 digits
+    "card ⟦4000000000000000006⟧ ok": "payment card number",  # 19 digits
+    "card ⟦4111-1111-1111-1111⟧ ok": "payment card number",
+    "身份证 ⟦11010519491231002x⟧": "Chinese resident id number",
+    # Passes Luhn and starts as a Visa does too: one finding, the first kind's.
+    "身份证 ⟦440305199001010149⟧": "Chinese resident id number",
+}
+SHORT_OF_IT = [
+    "API_KEY=a1b2c3d",  # 7 characters
+    "API_KEY=AbCdEfGhIjKlMnOpQrS",  # 19 letters and no digit
+    "API_KEY=abcdefghijklmnopqrst",  # one case and no digit
+    "API_KEY=38475610",  # no letter
+    "API_KEY=aaaa1111",  # 1 bit a character
+    "API_KEY=a1b2a1b2",  # 2 bits a character: as random as a word
+    "DB_PASSWORD=hunterxyz",  # letters only: a word
+    "machine h login u password <your-password>",
+    "machine h login u password ab1",
+    "card 4111 1111-1111 1111 ok",  # two kinds of separator
+    "num 1234567812345670 ok",  # passes Luhn, but no card network starts so
+]
+
+
+@pytest.mark.parametrize("marked", sorted(AT_THE_EDGE))
+def test_a_value_just_over_a_checks_line_is_found_with_its_kind(marked: str) -> None:
+    text, [secret] = unmark(marked)
+    assert [(f.kind, text[f.span[0]:f.span[1]] if f.span else None) for f in secretscan.find(text)] == [
+        (AT_THE_EDGE[marked], secret)]
+
+
+@pytest.mark.parametrize("text", SHORT_OF_IT)
+def test_a_value_just_short_of_a_checks_line_is_no_secret(text: str) -> None:
+    assert secretscan.find(text) == []
+
+
 @pytest.mark.parametrize("name", sorted(FORMATS))
 def test_each_format_is_found_with_its_kind_and_masked_exactly(name: str) -> None:
     text, secrets = unmark(FORMATS[name])
@@ -95,6 +138,7 @@ def test_each_format_is_found_with_its_kind_and_masked_exactly(name: str) -> Non
 @pytest.mark.parametrize("text", HARMLESS)
 def test_prose_about_secrets_is_not_a_secret(text: str) -> None:
     assert secretscan.find(text) == []
+    assert secretscan.mask(text) == (text, 0)
 
 
 def test_the_5064_rules_statements_hold_no_false_alarm() -> None:
@@ -121,6 +165,102 @@ def test_every_secret_on_a_line_is_masked_back_to_front() -> None:
     assert secretscan.mask(text) == ("old [secret removed] new [secret removed], and [secret removed] too", 3)
 
 
+def test_secrets_of_several_kinds_on_one_line_are_each_found_with_their_kind_in_order() -> None:
+    # Personal data (found after the prefixed formats) standing before them keeps its place and kind.
+    text = ("card 4111 1111 1111 1111 and sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH, ssn 536-90-4399\n"
+            "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB then AKIA2E0A8F3B244C9986 then the password is hunter2!x")
+    found = secretscan.find(text)
+    assert [(f.kind, f.line, f.span) for f in found] == [
+        ("payment card number", 1, (5, 24)), ("OpenAI key", 1, (29, 81)), ("US Social Security number", 1, (87, 98)),
+        ("GitHub Token", 2, (0, 42)), ("AWS Access Key", 2, (48, 68)), ("password", 2, (90, 99))]
+    assert secretscan.mask(text) == (
+        "card [secret removed] and [secret removed], ssn [secret removed]\n"
+        "[secret removed] then [secret removed] then the password is [secret removed]", 6)
+    with pytest.raises(PersonalDataFound) as caught:
+        secretscan.refuse(text, what="the note")
+    assert str(caught.value).startswith("the note carries what looks like a payment card number on line 1; ")
+    assert caught.value.kinds == ("payment card number", "OpenAI key", "US Social Security number", "GitHub Token",
+                                  "AWS Access Key", "password")
+
+
+@pytest.mark.parametrize(("text", "kinds"), [
+    # The first detector's find ends where the second's begins: neither hides the other.
+    ("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sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH",
+     [("Google OAuth client secret", (0, 35)), ("Anthropic key", (35, 92))]),
+    ("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xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
+     [("Google OAuth client secret", (0, 35)), ("Slack token", (35, 91))]),
+])
+def test_two_secrets_glued_together_are_each_found(text: str, kinds: list[tuple[str, tuple[int, int]]]) -> None:
+    assert [(f.kind, f.span) for f in secretscan.find(text)] == kinds
+    assert secretscan.mask(text) == ("[secret removed][secret removed]", 2)
+
+
+JWT = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0"
+       ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U")
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    # detect-secrets names a JWT by its first two parts and a GitHub token by its prefix: the whole
+    # token around them goes, from the line's first character or up to its last.
+    (f"id_token={JWT} came back", "[secret removed] came back"),
+    (f"https://app.example/cb#id_token={JWT}&state=x", "https://app.example/cb#[secret removed]&state=x"),
+    ("x" * 300 + " ghp_1234567890abcdefghijklmnopqrstuvwxyzAB", "x" * 300 + " [secret removed]"),
+    ("gho_16C7e42F292c6912E7710c838347Ae178B4a", "[secret removed]"),
+])
+def test_a_token_a_detector_names_by_a_part_is_masked_whole(text: str, masked: str) -> None:
+    assert secretscan.mask(text) == (masked, 1)
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    # detect-secrets stops a quoted value at an escaped quote in it: the rest of the value goes too.
+    ('password = "abc\\"def12345"', 'password = "[secret removed]"'),
+    ("password = 'abc\\'def12345' # staging", "password = '[secret removed]' # staging"),
+    ('secret: "x\\"y z 12345" and "more"', 'secret: "[secret removed]" and "more"'),
+    ('pwd = "Hunter2\\"x\\"y" then', 'pwd = "[secret removed]" then'),
+    ('password = "abc\\"def12345', 'password = "[secret removed]'),  # never closed: to the line's end
+])
+def test_a_quoted_secret_with_an_escaped_quote_is_masked_whole(text: str, masked: str) -> None:
+    assert secretscan.mask(text) == (masked, 1)
+
+
+def test_a_secret_that_cannot_be_located_in_its_line_masks_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A detector whose value is not the line's own text (none of today's): the whole line goes, nothing leaks."""
+
+    @dataclass
+    class Reported:
+        type: str
+        secret_value: str
+
+    def scan(line: str) -> list[Reported]:
+        return [Reported("Odd Token", "decoded-value")] if "odd" in line else []
+
+    secretscan._scanned.cache_clear()
+    monkeypatch.setattr(secretscan, "_scan_line", scan)
+    try:
+        text = ("first line\nsecond\nthird\nAIzaSyA1234567890abcdefghijklmnopqrstuv, an odd one\n"
+                "last 536-90-4399 line")
+        # The finding without a place comes first on its line.
+        assert [(f.kind, f.line, f.span) for f in secretscan.find(text)] == [
+            ("Odd Token", 4, None), ("Google API key", 4, (0, 39)), ("US Social Security number", 5, (5, 16))]
+        assert secretscan.mask(text) == (
+            "first line\nsecond\nthird\n[secret removed]\nlast [secret removed] line", 3)
+        with pytest.raises(SecretFound, match="^text carries what looks like an Odd Token on line 4; "):
+            secretscan.refuse(text)
+    finally:
+        secretscan._scanned.cache_clear()
+
+
+def test_a_refusal_names_what_carried_the_secret_and_a_line_only_in_several() -> None:
+    with pytest.raises(SecretFound) as caught:
+        secretscan.refuse("deploy key AKIA2E0A8F3B244C9986", what="title")
+    assert str(caught.value) == (
+        "title carries what looks like an AWS Access Key; gitmem refuses it, because git history keeps it forever: "
+        "remove the secret (say where it lives instead, e.g. 'the key is in the DEPLOY_KEY variable') and try again")
+    assert caught.value.kinds == ("AWS Access Key",)
+    assert not isinstance(caught.value, PersonalDataFound)
+    secretscan.refuse("no secret here\nnor here")
+
+
 def test_a_six_character_password_is_a_password_and_five_are_not() -> None:
     assert [(f.kind, f.span) for f in secretscan.find("the wifi password is p4ss!x")] == [("password", (21, 27))]
     assert secretscan.find("the wifi password is p4ss!") == []
@@ -134,6 +274,21 @@ def test_a_private_key_is_masked_from_its_begin_line_to_its_end_line() -> None:
     assert count == 4
 
 
+def test_a_key_begun_on_the_line_where_another_ends_is_masked_whole() -> None:
+    # Two keys pasted one after the other, the line break between them lost.
+    text = ("keys:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Z3VS5JJcds3xfn\n"
+            "-----END RSA PRIVATE KEY----------BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpY\n"
+            "-----END EC PRIVATE KEY-----\n-----BEGIN DSA PRIVATE KEY----- x -----END DSA PRIVATE KEY-----\n"
+            "-----BEGIN DSA PRIVATE KEY----- y -----END DSA PRIVATE KEY----- -----BEGIN EC PRIVATE KEY-----\n"
+            "MHcCAQEEIBkg4LVWM9nuwNSk3yByxZpY\n-----END EC PRIVATE KEY-----\nthe end")
+    assert [f.line for f in secretscan.find(text)] == [2, 3, 4, 5, 6, 7, 8, 8, 9, 10]
+    masked, count = secretscan.mask(text)
+    assert masked == ("keys:\n" + "[secret removed]\n" * 5 + "[secret removed] x -----END DSA PRIVATE KEY-----\n"
+                      "[secret removed] y -----END DSA PRIVATE KEY----- [secret removed]\n"
+                      + "[secret removed]\n" * 2 + "the end")
+    assert count == 10
+
+
 @pytest.mark.parametrize("name", sorted(PERSONAL))
 def test_personal_data_is_found_masked_and_refused(name: str) -> None:
     marked, kind = PERSONAL[name]
@@ -143,6 +298,20 @@ def test_personal_data_is_found_masked_and_refused(name: str) -> None:
     with pytest.raises(PersonalDataFound, match=f"looks like an? {kind}; gitmem refuses personal data") as caught:
         secretscan.refuse(text)
     assert caught.value.kinds == (kind,)
+
+
+@pytest.mark.parametrize(("line", "found"), [
+    # An 18-digit resident id that passes Luhn and starts as a Visa does is one finding, not two.
+    ("身份证 440305199001010149", [("Chinese resident id number", (4, 22))]),
+    # One that fails its check does not stop the next one on the line being found.
+    ("SSN 000-12-3456 or 536-90-4399, card 4111111111111112 or 4111 1111 1111 1111",
+     [("US Social Security number", (19, 30)), ("payment card number", (57, 76))]),
+    ("IBAN DE89370400440532013000 and SSN 536-90-4399",
+     [("US Social Security number", (36, 47)), ("IBAN", (5, 27))]),
+])
+def test_personal_data_in_a_line_each_once_with_its_kind_and_place(line: str,
+                                                                   found: list[tuple[str, tuple[int, int]]]) -> None:
+    assert list(personaldata.find(line)) == found
 
 
 def test_the_finding_names_the_line() -> None:
@@ -175,10 +344,10 @@ def test_amend_and_feedback_refuse_a_secret(svc: MemoryService) -> None:
 
 def test_the_cli_says_why_and_exits_2(tmp_path: Path) -> None:
     env = {"GITMEM_HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    cli = [str(Path(__file__).parents[1] / ".venv" / "bin" / "gitmem")]
-    if not Path(cli[0]).exists():
-        cli = ["python", "-m", "gitmem"]
-    done = subprocess.run([*cli, "remember", SECRETS["OpenAI"]], env=env, capture_output=True, text=True)
+    # This interpreter, from the checkout's root: the gitmem under test, wherever the tests run
+    # (a worktree or a copy has no .venv of its own, and PATH may hold no "python").
+    done = subprocess.run([sys.executable, "-m", "gitmem", "remember", SECRETS["OpenAI"]], env=env,
+                          cwd=Path(__file__).parents[1], capture_output=True, text=True)
     assert done.returncode == 2, done.stderr
     assert "OpenAI key" in done.stderr and "remove the secret" in done.stderr
 

@@ -124,7 +124,8 @@ def _table(body: str) -> tuple[list[str], list[list[str]]]:
             if header:
                 break
             continue
-        cells = [c.strip() for c in re.split(r"(?<!\\)\|", stripped[1:-1])]
+        # A pipe escaped in a cell ("a \| b") is one, as Markdown shows it, not a column's edge.
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", stripped[1:-1])]
         if not header:
             header = cells
         elif all(re.fullmatch(r":?-{1,}:?", c) for c in cells if c):

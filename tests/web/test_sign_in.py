@@ -7,10 +7,11 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+from flask import Flask
 
 from gitmem.service import MemoryService
 
-from .conftest import Client, Keys
+from .conftest import Client, Keys, typed_client
 
 
 def signed_in(client: Client, key: str) -> str:
@@ -59,6 +60,41 @@ def test_form_posts_without_the_csrf_token_change_nothing(client: Client, keys: 
     ok = client.post(url, data={"action": "reject", "csrf_token": token, "text": "moved to env vars"})
     assert ok.status_code == 303
     assert svc.show("default", mid).state == "archived"
+
+
+@pytest.mark.parametrize(("header", "value", "status"), [
+    ("Origin", "http://localhost", 303),
+    ("Referer", "http://localhost/ns/default/memories/x?tab=1", 303),
+    ("Origin", "http://localhost:8080", 403),  # another port is another origin
+    ("Origin", "http://localhost.evil.example", 403),
+    ("Referer", "https://evil.example/http://localhost/", 403),
+    ("Origin", "null", 403),  # a sandboxed frame or a redirect from another site
+])
+def test_a_form_post_must_come_from_this_site_by_its_origin_or_referer(
+        client: Client, keys: Keys, svc: MemoryService, remember: Callable[..., str], header: str, value: str,
+        status: int) -> None:
+    mid = remember("Forms come from this site")
+    token = signed_in(client, keys.reviewer)
+    response = client.post(f"/ns/default/memories/{mid}/feedback", data={"action": "confirm", "csrf_token": token},
+                           headers={header: value})
+    assert response.status_code == status
+    assert svc.show("default", mid).verified == (("reviewer",) if status == 303 else ())
+
+
+def test_a_post_without_a_session_or_with_another_sessions_token_is_refused(
+        app: Flask, keys: Keys, svc: MemoryService, remember: Callable[..., str]) -> None:
+    mid = remember("Tokens belong to their session")
+    mine, theirs = typed_client(app), typed_client(app)
+    token = signed_in(mine, keys.reviewer)
+    signed_in(theirs, keys.reviewer)
+    before = svc.head("default")
+    url = f"/ns/default/memories/{mid}/feedback"
+    assert theirs.post(url, data={"action": "confirm", "csrf_token": token}).status_code == 403
+    assert typed_client(app).post(url, data={"action": "confirm", "csrf_token": ""}).status_code == 403
+    assert typed_client(app).post("/login", data={"key": keys.reader}).status_code == 403
+    assert svc.head("default") == before
+    # A page is only read: a GET carries no token and needs none.
+    assert mine.get(f"/ns/default/memories/{mid}").status_code == 200
 
 
 def test_a_reader_sees_no_write_buttons_and_cannot_post(client: Client, keys: Keys, svc: MemoryService,
