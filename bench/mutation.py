@@ -74,7 +74,7 @@ TARGETS: dict[str, Target] = {
     "personaldata": Target("gitmem/personaldata.py", ("tests/test_secretscan.py", "tests/test_redaction.py")),
     "pushes": Target("gitmem/pushes.py", ("tests/web/test_push.py", "tests/web/test_push_checks.py")),
     "pushrules": Target("gitmem/pushrules.py", ("tests/test_pushrules.py",)),
-    "receive": Target("gitmem/repo/receive.py", ("tests/test_receive.py",)),
+    "receive": Target("gitmem/repo/receive.py", ("tests/test_receive_wire.py", "tests/test_receive.py")),
     "ingest": Target("gitmem/ingest.py", ("tests/test_ingest.py",)),
     "buffers": Target("gitmem/repo/buffers.py", ("tests/test_buffers_contract.py",)),
     "staleness": Target("gitmem/reviews/staleness.py", ("tests/test_review_decisions.py", "tests/test_consolidate_review.py")),
