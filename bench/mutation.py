@@ -72,7 +72,7 @@ TARGETS: dict[str, Target] = {
     "secretscan": Target("gitmem/secretscan.py", ("tests/test_secretscan.py",)),
     "secretformats": Target("gitmem/secretformats.py", ("tests/test_secretscan.py",)),
     "personaldata": Target("gitmem/personaldata.py", ("tests/test_secretscan.py", "tests/test_redaction.py")),
-    "pushes": Target("gitmem/pushes.py", ("tests/web/test_push.py", "tests/web/test_push_checks.py")),
+    "pushes": Target("gitmem/pushes.py", ("tests/test_pushes.py",)),
     "pushrules": Target("gitmem/pushrules.py", ("tests/test_pushrules.py",)),
     "receive": Target("gitmem/repo/receive.py", ("tests/test_receive_wire.py", "tests/test_receive.py")),
     "ingest": Target("gitmem/ingest.py", ("tests/test_ingest.py",)),
