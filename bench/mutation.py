@@ -82,7 +82,7 @@ TARGETS: dict[str, Target] = {
     "review-records": Target("gitmem/reviews/records.py", ("tests/test_review_records.py",)),
     "review-diffs": Target("gitmem/reviews/diffs.py", ("tests/test_review_decisions.py", "tests/test_consolidate_review.py")),
     "review-listing": Target("gitmem/reviews/listing.py", ("tests/test_review_listing.py",)),
-    "review-reading": Target("gitmem/reviews/reading.py", ("tests/test_review_decisions.py", "tests/test_consolidate_review.py")),
+    "review-reading": Target("gitmem/reviews/reading.py", ("tests/test_review_reading.py",)),
     "review-links": Target("gitmem/reviews/links.py", ("tests/test_review_staleness.py",)),
     "mcp": Target("gitmem/mcp/server.py", ("tests/mcp/test_server.py",)),
     "mcp-access": Target("gitmem/mcp/access.py", ("tests/mcp/test_server.py",)),
