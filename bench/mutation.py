@@ -80,7 +80,7 @@ TARGETS: dict[str, Target] = {
     "staleness": Target("gitmem/reviews/staleness.py", ("tests/test_review_staleness.py",)),
     "review-decisions": Target("gitmem/reviews/decisions.py", ("tests/test_review_decisions.py", "tests/test_consolidate_review.py")),
     "review-records": Target("gitmem/reviews/records.py", ("tests/test_review_records.py",)),
-    "review-diffs": Target("gitmem/reviews/diffs.py", ("tests/test_review_decisions.py", "tests/test_consolidate_review.py")),
+    "review-diffs": Target("gitmem/reviews/diffs.py", ("tests/test_review_diffs.py",)),
     "review-listing": Target("gitmem/reviews/listing.py", ("tests/test_review_listing.py",)),
     "review-reading": Target("gitmem/reviews/reading.py", ("tests/test_review_reading.py",)),
     "review-links": Target("gitmem/reviews/links.py", ("tests/test_review_staleness.py",)),
