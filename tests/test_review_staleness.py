@@ -90,6 +90,22 @@ def test_text_type_path_and_state_changes_on_main_count(store: Store) -> None:
     }
 
 
+def test_changes_count_whichever_way_they_go(store: Store) -> None:
+    # Each the other way round from the test above: a text that sorts after, an earlier path...
+    db, queue = memory("The database is MySQL"), memory("Queue with RabbitMQ", name="queues")
+    kind, web = memory("Logs go to Loki", type="decision"), memory("Web on nginx", state="archived")
+    base = write(store, {m.path: m for m in (db, queue, kind, web)})
+    earlier = replace(queue, path="fact/a-queue.md")
+    write(store, {db.path: db.replace(text="The database is PostgreSQL"), queue.path: None, earlier.path: earlier,
+                  kind.path: kind.replace(type="fact"), web.path: web.replace(state="active")})
+    assert changed_on_main(store, review(str(base.id))) == {
+        db.id: "changed the text of fact/the.md",
+        queue.id: "moved fact/queues.md to fact/a-queue.md",
+        kind.id: "changed the type of decision/logs.md to fact",
+        web.id: "made fact/web.md active",
+    }
+
+
 def test_uses_potency_confirmations_and_new_memories_do_not_count(store: Store) -> None:
     db = memory("The database is PostgreSQL")
     base = write(store, {db.path: db})
@@ -111,7 +127,7 @@ def test_a_pushed_file_main_completed_since_is_the_same_memory(store: Store) -> 
 
 
 def test_a_file_with_an_id_of_its_own_is_not_matched_by_its_path(store: Store) -> None:
-    first = memory("The database is PostgreSQL", name="db")
+    first = memory("The database is PostgreSQL", name="db").replace(id="0000000000")  # sorts before any stand-in
     base = write(store, {"fact/db.md": first})
     write(store, {"fact/db.md": memory("The database is PostgreSQL", name="db")})  # another memory, same path
     assert changed_on_main(store, review(str(base.id))) == {first.id: "removed fact/db.md"}
@@ -140,6 +156,14 @@ def test_a_commit_is_stale_when_main_changed_a_memory_it_names_or_touches(store:
     added = write(store, {"fact/new.md": memory("A new fact", name="new")}, "adds")
     assert stale_note(review("b"), added, store.file_changes(added), changed) is None
     assert stale_note(review("b"), edit, changes, {}) is None
+
+
+def test_the_advice_fits_the_kind_of_review() -> None:
+    rerun = "run consolidation again to review the current state"
+    again = "propose the change again on the memory as it is now (the memory's page, or `gitmem feedback ID amend`)"
+    assert advice(review("b", kind="consolidation")) == rerun
+    for kind in ("amend", "push", "supersede", "purge"):
+        assert advice(review("b", kind=kind)) == again
 
 
 def test_a_gone_base_makes_every_commit_stale_with_its_reason() -> None:
