@@ -213,25 +213,23 @@ def test_a_merged_away_memory_is_followed_to_what_it_became() -> None:
 
 
 def test_links_to_merged_away_memories_are_pointed_at_what_they_became(store: Store) -> None:
-    kept, gone_one, gone_two, other = (memory("Kept rule"), memory("Gone rule one", name="g1"),
-                                       memory("Gone rule two", name="g2"), memory("Other rule"))
+    gone_one, gone_two, other = (memory("Gone rule one", name="g1"), memory("Gone rule two", name="g2"),
+                                 memory("Other rule"))
+    kept = memory("Kept rule", related=(gone_one.id, other.id))  # it links to a memory merged into itself
     linking = memory("Links to all", name="linking", related=(gone_one.id, other.id, gone_two.id, kept.id))
-    self_link = memory("Kept elsewhere", name="self", related=(gone_one.id,))
     untouched = memory("No links here", name="untouched", related=(other.id,))
-    tip = write(store, {m.path: m for m in (kept, other, linking, self_link, untouched)})
-    gone = {gone_one.id: kept.id, gone_two.id: kept.id, "zzzz": self_link.id}
-    self_link_is_kept = self_link.replace(id=kept.id)  # a memory linking to what it became itself
-    assert self_link_is_kept.id == kept.id
-    after = relinked(store, tip, [linking, untouched, self_link], gone, "rita")
+    tip = write(store, {m.path: m for m in (kept, other, linking, untouched)})
+    gone = {gone_one.id: kept.id, gone_two.id: kept.id}
+    after = relinked(store, tip, [linking, untouched, kept], gone, "rita")
     assert after.id != tip.id and [str(p.id) for p in after.parents] == [str(tip.id)]
     assert after.message.startswith("relink 2 memory files to what merged memories became\n\n"
                                     "Their related links named memories an approved merge took away.")
     info = store.info(after)
-    assert info.action == "relink" and set(info.memory_ids) == {linking.id, self_link.id}
+    assert info.action == "relink" and info.memory_ids == (linking.id, kept.id)
     read = concepts.parse(store.read(linking.path, after) or b"", linking.path)
     assert read.related == (kept.id, other.id)  # gone ones point at kept, once; its own order kept
-    read_self = concepts.parse(store.read(self_link.path, after) or b"", self_link.path)
-    assert read_self.related == (kept.id,)
+    read_kept = concepts.parse(store.read(kept.path, after) or b"", kept.path)
+    assert read_kept.related == (other.id,)  # no link to itself
     assert store.read(untouched.path, after) == store.read(untouched.path, tip)
 
 
@@ -240,10 +238,20 @@ def test_relinking_writes_nothing_when_no_link_moves(store: Store) -> None:
     plain = memory("No links", name="plain")
     own = memory("Links to itself after", name="own", related=(gone_one.id,))
     broken = memory("Broken file", name="broken", related=(gone_one.id,))
-    tip = write(store, {kept.path: kept, plain.path: plain, broken.path: b"not a memory\n"})
+    done = memory("Relinked already", name="done", related=(gone_one.id,))  # as the index still has it
+    tip = write(store, {kept.path: kept, plain.path: plain, broken.path: b"not a memory\n",
+                        done.path: done.replace(related=(kept.id,))})
     pathless = replace(memory("Nowhere", name="nowhere", related=(gone_one.id,)), path="")
-    # own is not at tip (the merge took it away too); broken no longer parses; plain links nowhere.
-    assert relinked(store, tip, [plain, own, broken, pathless], {gone_one.id: kept.id}, "rita") == tip
-    looped = write(store, {own.path: own.replace(id=kept.id, related=(kept.id,))})
-    same = own.replace(id=kept.id, related=(kept.id,))
-    assert relinked(store, looped, [same], {gone_one.id: kept.id}, "rita") == looped
+    # own is not at tip (the merge took it away too); broken no longer parses; done links to kept already.
+    assert relinked(store, tip, [plain, own, broken, pathless, done], {gone_one.id: kept.id}, "rita") == tip
+
+
+def test_a_file_gone_or_broken_does_not_stop_the_others_being_relinked(store: Store) -> None:
+    kept, gone_one = memory("Kept rule"), memory("Gone rule one", name="g1")
+    own = memory("Taken away too", name="own", related=(gone_one.id,))
+    broken = memory("Broken file", name="broken", related=(gone_one.id,))
+    later = memory("Links later", name="later", related=(gone_one.id,))
+    tip = write(store, {kept.path: kept, broken.path: b"not a memory\n", later.path: later})
+    for first in (own, broken):
+        after = relinked(store, tip, [first, later], {gone_one.id: kept.id}, "rita")
+        assert concepts.parse(store.read(later.path, after) or b"", later.path).related == (kept.id,)
