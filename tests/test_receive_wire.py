@@ -49,6 +49,7 @@ def test_pkt_lines_are_read_one_at_a_time() -> None:
     (b"zzzzabc", "the push request is not pkt-line framed (it starts b'zzzz')"),
     (b"0003", "bad pkt-line length 3"),
     (b"0001", "bad pkt-line length 1"),
+    (b"-001", "bad pkt-line length -1"),
     (b"0009abcd", "the push request ended in the middle of a line"),
 ])
 def test_a_broken_pkt_line_is_refused_saying_how(data: bytes, said: str) -> None:
@@ -273,6 +274,7 @@ def test_other_object_faults_are_still_refused_by_git(store: Store, tmp_path: Pa
 
 
 def test_a_quarantine_older_than_an_hour_is_cleared_a_newer_one_kept(store: Store) -> None:
+    assert wire.ABANDONED_SECONDS == 3600  # no push takes an hour
     root = Path(store.repo.path) / "objects"
     dead, busy, other = root / "incoming-dead", root / "incoming-busy", root / "info-old"
     for folder in (dead, busy, other):
@@ -287,6 +289,23 @@ def test_a_quarantine_older_than_an_hour_is_cleared_a_newer_one_kept(store: Stor
     assert not dead.exists() and busy.exists() and other.exists()
     assert quarantine.path.exists()
     quarantine.discard()
+
+
+def test_the_pack_moves_in_before_its_index(store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A reader that sees the index finds its pack there already (git's own order).
+    client, new = client_commit(store, tmp_path, {"fact/a.md": b"---\ntype: fact\n---\n\nA\n"})
+    quarantine = wire.Quarantine(store)
+    quarantine.receive(io.BytesIO(pack_of(client, new)))
+    moved: list[str] = []
+    real = os.replace
+
+    def replace(source: Path, target: Path) -> None:
+        moved.append(Path(target).suffix)
+        real(source, target)
+
+    monkeypatch.setattr(wire.os, "replace", replace)
+    quarantine.migrate()
+    assert moved[-1] == ".idx" and ".pack" in moved[:-1] and moved.count(".idx") == 1
 
 
 def test_migrating_leaves_half_written_files_behind(store: Store, tmp_path: Path) -> None:
