@@ -73,7 +73,12 @@ TARGETS: dict[str, Target] = {
     "secretformats": Target("gitmem/secretformats.py", ("tests/test_secretscan.py",)),
     "personaldata": Target("gitmem/personaldata.py", ("tests/test_secretscan.py", "tests/test_redaction.py")),
     "pushes": Target("gitmem/pushes.py", ("tests/test_pushes.py",)),
-    "pushrules": Target("gitmem/pushrules.py", ("tests/test_pushrules.py",)),
+    "pushrules": Target(
+        "gitmem/pushrules.py", ("tests/test_pushrules.py",),
+        equivalent=(("elif file.data is not None or is_memory_path(file.path)",
+                     "the changed files only pick which of tip's memory files to blame for a duplicate id: a "
+                     "deleted file is not at tip and a file that is no memory holds no id"),),
+    ),
     "receive": Target(
         "gitmem/repo/receive.py", ("tests/test_receive_wire.py", "tests/test_receive.py"),
         equivalent=(

@@ -290,6 +290,18 @@ def test_a_push_that_lacks_its_commit_is_refused(rules: Rules, repo: pygit2.Repo
         f"refs/heads/review/x: the push does not carry commit {missing[:10]} and all it needs"]
 
 
+def test_every_ref_is_checked_after_one_that_cannot_be(rules: Rules, repo: pygit2.Repository) -> None:
+    main = commit(repo, {"README.md": README})
+    bad = commit(repo, {"README.md": README, "notes/x.md": okf()}, [main], "Stray\n")
+    other = commit(repo, {"fact/a.md": okf()}, [], "Another history\n")
+    tip = main
+    for n in range(wire.MAX_COMMITS + 1):
+        tip = commit(repo, {"README.md": README}, [tip], f"commit {n}\n")
+    for first in (update("ab" * 20), update(other), update(tip)):
+        problems = rules.problems(repo, main, [main], [first, update(bad, "refs/heads/review/x")])
+        assert len(problems) == 2 and problems[1].startswith("notes/x.md: not in a memory folder"), problems
+
+
 def test_a_push_of_too_many_commits_is_refused(rules: Rules, repo: pygit2.Repository) -> None:
     main = tip = commit(repo, {"README.md": README})
     for n in range(wire.MAX_COMMITS + 1):
@@ -338,6 +350,10 @@ def test_files_that_are_no_memories_hold_no_ids(rules: Rules, repo: pygit2.Repos
     new = commit(repo, {"README.md": README, "fact/a.md": same, "notes/b.md": same, "fact/c.md": okf("no id")},
                  [main])
     assert rules.duplicate_ids(repo, new, {"fact/a.md", "fact/c.md"}) == []
+    later = commit(repo, {"README.md": README, "fact/a.md": same, "notes/b.md": same,
+                          "preference/p.md": okf(type="preference", extra="id: '1234567890'\n")}, [main])
+    (said,) = rules.duplicate_ids(repo, later, {"preference/p.md"})  # found past the folder that holds no memory
+    assert said.startswith("preference/p.md: id 1234567890 is also the id of fact/a.md;")
     assert rules.problems(repo, main, [main], [update(new)]) == [
         f"notes/b.md: not in a memory folder; a memory is <type>/<name>.md, with <type> one of "
         f"{', '.join(concepts.TYPES)} (commit {new[:10]} \"edit\")"]
