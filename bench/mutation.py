@@ -99,7 +99,14 @@ TARGETS: dict[str, Target] = {
                                ("tests/test_review_approvals.py", "tests/test_review_decisions.py")),
     "review-records": Target("gitmem/reviews/records.py", ("tests/test_review_records.py",)),
     "review-diffs": Target("gitmem/reviews/diffs.py", ("tests/test_review_diffs.py",)),
-    "review-listing": Target("gitmem/reviews/listing.py", ("tests/test_review_listing.py",)),
+    "review-listing": Target(
+        "gitmem/reviews/listing.py", ("tests/test_review_listing.py",),
+        equivalent=(("if page <= chosen.page:", "the page is never past the one asked for, and a filter made again "
+                                                "with the same page is equal to it"),
+                    ("if page is not chosen.page:", "a filter made again with the same page is equal to it"),
+                    ("(i * 1 for i", "starting at the commit just decided instead of after it: the loop skips it"),
+                    ("(i ** 1 for i", "starting at the commit just decided instead of after it: the loop skips it")),
+    ),
     "review-reading": Target("gitmem/reviews/reading.py", ("tests/test_review_reading.py",)),
     "review-links": Target("gitmem/reviews/links.py", ("tests/test_review_staleness.py",)),
     "mcp": Target("gitmem/mcp/server.py", ("tests/mcp/test_server.py",)),

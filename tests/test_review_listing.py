@@ -29,6 +29,7 @@ def test_the_filter_reads_a_pages_query() -> None:
     for no in ("0", "off", "no", "True", "2"):
         assert not Filter.of(None, None, no, None).lossy
     assert Filter.of(None, None, None, "999999").page == 999999
+    assert Filter.of(None, None, None, "1").page == 1
     assert KINDS == ("merge", "supersede", "link", "edit", "add", "remove", "archive", "promote")
     assert STATES == ("open", "merged", "skipped", "stale")
     for kind in KINDS:
@@ -124,6 +125,20 @@ def test_next_undecided_goes_round_from_the_one_just_decided() -> None:
     filtered = arrange([made(0), made(1, lost=True), made(2)], Filter(kind="archive"))
     assert filtered.next_undecided("c0000") == filtered.shown[1]
     assert filtered.next_undecided("c0000").id == "c0002"  # type: ignore[union-attr]
+
+
+def test_next_undecided_starts_right_after_the_one_just_decided() -> None:
+    def shown(*commits: tuple[int, str]) -> list[ReviewCommit]:
+        return [made(n, state=state) for n, state in commits]
+
+    first = shown((5, "stale"), (7, "open"), (1, "open"), (9, "open"))
+    assert arrange(first).next_undecided("c0001") == first[3]
+    assert arrange(first).next_undecided() == first[1]
+    second = shown((0, "stale"), (7, "open"), (1, "open"), (9, "open"))
+    assert arrange(second).next_undecided("c0001") == second[3]
+    third = shown((2, "open"), (3, "open"), (4, "stale"))
+    assert arrange(third).next_undecided() == third[0]
+    assert arrange(third).next_undecided("c0003") == third[0]
 
 
 def test_bulk_actions_choose_from_every_open_commit_whatever_the_filter() -> None:
