@@ -244,6 +244,17 @@ def test_a_push_of_what_main_holds_opens_nothing(push: Push, store: Store, svc: 
     assert state(store) == before and svc.reviews.list("default") == []
 
 
+def test_a_review_that_cannot_be_opened_refuses_its_ref_once_and_publishes_no_branch(push: Push, clone: Clone,
+                                                                                  store: Store) -> None:
+    # The web takes key names of up to 64 characters; a longer name from another front end is no author.
+    new = clone.commit(main_of(store), {"fact/db.md": okf("The database is PostgreSQL 16")})
+    outcome = push(new, actor="x" * 250)
+    assert outcome.results == [("refs/for/main", "author is 250 characters; the limit is 200")]
+    assert outcome.messages == ["refused refs/for/main: author is 250 characters; the limit is 200"]
+    assert not outcome.accepted and outcome.reviews == []
+    assert [ref for ref, _ in state(store)[0]] == ["refs/heads/main"]
+
+
 def test_a_topic_after_refs_for_main_is_taken(push: Push, clone: Clone, store: Store) -> None:
     new = clone.commit(main_of(store), {"fact/db.md": okf("The database is PostgreSQL 16")})
     assert push(new, "refs/for/main%topic=db").accepted
