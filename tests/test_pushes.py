@@ -255,6 +255,19 @@ def test_a_review_that_cannot_be_opened_refuses_its_ref_once_and_publishes_no_br
     assert [ref for ref, _ in state(store)[0]] == ["refs/heads/main"]
 
 
+def test_a_push_from_before_a_purge_is_told_the_way_out(push: Push, pushes: Pushes, clone: Clone, store: Store,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    old = clone.commit(main_of(store), {"fact/db.md": okf("The secret-laden fact")}, "Before the purge\n")
+    new = clone.commit(old, {"fact/cache.md": okf("The cache is Redis 7")}, "After\n")
+    way_out = "clone the namespace again"
+    monkeypatch.setattr(pushes, "_rewritten", lambda ns: {old: way_out})  # what the purge's records on main say
+    before = state(store)
+    outcome = push(new)
+    said = f"your history is from before a purge (commit {old[:10]}): {way_out}"
+    assert outcome.results == [("refs/for/main", said)] and outcome.messages == [f"refused refs/for/main: {said}"]
+    assert state(store) == before
+
+
 def test_a_topic_after_refs_for_main_is_taken(push: Push, clone: Clone, store: Store) -> None:
     new = clone.commit(main_of(store), {"fact/db.md": okf("The database is PostgreSQL 16")})
     assert push(new, "refs/for/main%topic=db").accepted
