@@ -104,6 +104,9 @@ TARGETS: dict[str, Target] = {
         equivalent=(("if page <= chosen.page:", "the page is never past the one asked for, and a filter made again "
                                                 "with the same page is equal to it"),
                     ("if page is not chosen.page:", "a filter made again with the same page is equal to it"),
+                    ("c.kind is k", "a commit's kind is one of the literals ReviewCommit.kind returns: the very "
+                                    "objects KINDS holds"),
+                    ("page=page if page != 1 else None", "pages start at 1: not 1 is more than 1"),
                     ("(i * 1 for i", "starting at the commit just decided instead of after it: the loop skips it"),
                     ("(i ** 1 for i", "starting at the commit just decided instead of after it: the loop skips it")),
     ),

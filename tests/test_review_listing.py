@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError, replace
+
 import pytest
 
 from gitmem.errors import InvalidInput
@@ -62,6 +64,28 @@ def test_a_filter_makes_the_query_of_its_links() -> None:
     assert Filter("merge", None, False, 1).query() == {"kind": "merge"}
     assert Filter("merge", "open", True, 2).query(page=None, kind="") == {"state": "open", "lossy": 1}
     assert Filter(page=3).query(page=1) == {"page": 1}
+
+
+def fresh(text: str) -> str:
+    """The same text in a string object of its own (as read from a request or a record, not a literal)."""
+    return "".join(list(text))
+
+
+def test_filters_and_listings_are_values() -> None:
+    chosen = Filter("merge", "open", True, 2)
+    assert hash(chosen) == hash(Filter(fresh("merge"), fresh("open"), True, 2))
+    with pytest.raises(FrozenInstanceError):
+        chosen.page = 3  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        arrange([made(1)]).pages = 2  # type: ignore[misc]
+
+
+def test_a_filter_compares_values_not_objects() -> None:
+    commit = made(1, state=fresh("stale"))
+    assert Filter(state=fresh("stale")).keeps(commit) and Filter(kind=fresh("archive")).keeps(commit)
+    listing = arrange([commit, made(2)])
+    assert listing.on_page(replace(commit, id=fresh(commit.id)))  # the same commit read again
+    assert listing.next_undecided(fresh("c0002")) is None
 
 
 def test_a_filter_keeps_the_commits_of_its_kind_state_and_loss() -> None:
