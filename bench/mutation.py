@@ -107,6 +107,7 @@ TARGETS: dict[str, Target] = {
                     ("c.kind is k", "a commit's kind is one of the literals ReviewCommit.kind returns: the very "
                                     "objects KINDS holds"),
                     ("page=page if page != 1 else None", "pages start at 1: not 1 is more than 1"),
+                    ("self.page if self.page != 1 else None", "pages start at 1: not 1 is more than 1"),
                     ("(i * 1 for i", "starting at the commit just decided instead of after it: the loop skips it"),
                     ("(i ** 1 for i", "starting at the commit just decided instead of after it: the loop skips it")),
     ),

@@ -97,6 +97,11 @@ def test_a_filter_keeps_the_commits_of_its_kind_state_and_loss() -> None:
     assert [Filter(lossy=True).keeps(c) for c in (archive, merged, lossy)] == [False, False, True]
     assert not Filter(kind="merge", state="merged").keeps(lossy)
     assert not Filter(kind="archive", lossy=True).keeps(archive)
+    add = replace(made(4, "remember"), memories=[MemoryDiff("n4", "new", "fact", "added", None, "new", [], [])])
+    supersede = made(5, "supersede")
+    assert [add.kind, supersede.kind] == ["add", "supersede"]
+    assert not Filter(kind="archive").keeps(add) and not Filter(kind="add").keeps(archive)  # by value, not order
+    assert not Filter(state="open").keeps(made(6, state="merged")) and not Filter(state="merged").keeps(archive)
 
 
 def test_commits_are_grouped_by_kind_in_page_order_oldest_first_in_a_group() -> None:
