@@ -6,6 +6,7 @@ what makes a commit stale, and of what does not, is pinned on its own.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,7 +53,9 @@ def write(store: Store, files: dict[str, concepts.Memory | bytes | None], summar
 
 
 def review(base: str, kind: str = "amend", number: int = 3) -> Review:
-    return Review(number, "default", "a review", "open", kind, "refs/heads/review/x", base, base, "sam", AT, AT)
+    """A review record as read back from its JSON (strings of their own, not the literals of a test)."""
+    made = Review(number, "default", "a review", "open", kind, "refs/heads/review/x", base, base, "sam", AT, AT)
+    return Review.from_dict(json.loads(json.dumps(made.to_dict())))
 
 
 # --- what main changed ----------------------------------------------------------------------------------
