@@ -95,8 +95,7 @@ TARGETS: dict[str, Target] = {
         equivalent=(("str(main.id) is review.base",
                      "the early return only saves work: with main at the base, main changed nothing since it"),),
     ),
-    "review-decisions": Target("gitmem/reviews/decisions.py",
-                               ("tests/test_review_approvals.py", "tests/test_review_decisions.py")),
+    "review-decisions": Target("gitmem/reviews/decisions.py", ("tests/test_review_approvals.py",)),
     "review-records": Target("gitmem/reviews/records.py", ("tests/test_review_records.py",)),
     "review-diffs": Target("gitmem/reviews/diffs.py", ("tests/test_review_diffs.py",)),
     "review-listing": Target(

@@ -11,6 +11,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pygit2
 import pytest
 
 from gitmem import concepts, notify
@@ -303,6 +304,38 @@ def test_completion_leaves_complete_and_unparsable_files_alone(store: Store) -> 
                                            "notes.txt": b"---\ntype: fact\n---\n\nnot a memory path\n"}, "x", "edit"))
     tip = store.commit(str(oid))
     assert completed(store, tip, main, "rita") == tip
+
+
+def by_hand(store: Store, files: list[dict[str, bytes]]) -> tuple[str, str, list[str]]:
+    """Commits made by someone's git on main, dated 2020 (a replay now could never make the same objects)."""
+    main = store.head()
+    who = pygit2.Signature("Sam", "sam@example.com", 1_577_836_800, 0)
+    parent, ids = main, []
+    for n, changes in enumerate(files):
+        tree = store.write_tree(parent.tree, changes)
+        oid = store.repo.create_commit(None, who, who, f"edit {n}\n", tree, [parent.id])
+        parent = store.commit(str(oid))
+        ids.append(str(oid))
+    store.move_ref("refs/heads/review/hand", ids[-1], None, "push")
+    return str(main.id), "refs/heads/review/hand", ids
+
+
+def test_commits_on_main_as_it_stands_land_as_they_are_the_others_are_replayed(svc: MemoryService,
+                                                                               store: Store) -> None:
+    base, branch, ids = by_hand(store, [{"README.md": b"# one\n"}, {"README.md": b"# two\n"}])
+    number = svc.reviews.open("default", branch=branch, base=base, title="t", author="sam", kind="push").number
+    svc.reviews.approve("default", number, actor="rita", commits=[ids[0]])
+    assert main_id(store) == ids[0]  # the same commit: a clone that has it pulls by fast-forward
+    plant(svc, "Deploys happen on Tuesdays")  # main moves
+    moved = main_id(store)
+    done = svc.reviews.approve("default", number, actor="rita")
+    head = store.head()
+    assert done.merged_commit == str(head.id) != ids[1]
+    assert [str(p) for p in head.parent_ids] == [moved] and store.read("README.md") == b"# two\n"
+    _, branch, more = by_hand(store, [{"README.md": b"# three\n"}])
+    number = svc.reviews.open("default", branch=branch, base=main_id(store), title="t", author="sam",
+                              kind="push").number
+    assert svc.reviews.approve("default", number, actor="rita").merged_commit == more[0] == main_id(store)
 
 
 def test_a_stacked_review_waits_for_the_one_below(svc: MemoryService, store: Store) -> None:
