@@ -130,10 +130,25 @@ def test_a_pushed_file_main_completed_since_is_the_same_memory(store: Store) -> 
 
 
 def test_a_file_with_an_id_of_its_own_is_not_matched_by_its_path(store: Store) -> None:
-    first = memory("The database is PostgreSQL", name="db").replace(id="0000000000")  # sorts before any stand-in
-    base = write(store, {"fact/db.md": first})
-    write(store, {"fact/db.md": memory("The database is PostgreSQL", name="db")})  # another memory, same path
-    assert changed_on_main(store, review(str(base.id))) == {first.id: "removed fact/db.md"}
+    for own in ("0000000000", "ffffffffff"):  # sorting before and after any stand-in
+        first = memory("The database is PostgreSQL", name="db").replace(id=own)
+        base = write(store, {"fact/db.md": first})
+        write(store, {"fact/db.md": memory("The database is PostgreSQL", name="db")})  # another memory, same path
+        assert changed_on_main(store, review(str(base.id))) == {first.id: "removed fact/db.md"}
+
+
+def test_main_moved_is_seen_whichever_way_the_commit_ids_sort(store: Store) -> None:
+    db = memory("The database is PostgreSQL")
+    base = str(write(store, {db.path: db}).id)
+    write(store, {db.path: db.replace(text="The database is MySQL")})
+    seen = set()
+    for n in range(64):  # each commit's id is another draw: both orders come within a few
+        head = str(write(store, {"README.md": f"# memories {n}\n".encode()}).id)
+        seen.add(head < base)
+        assert changed_on_main(store, review(base)) == {db.id: "changed the text of fact/the.md"}
+        if seen == {True, False}:
+            break
+    assert seen == {True, False}
 
 
 # --- what that makes of a commit -------------------------------------------------------------------------
