@@ -59,9 +59,15 @@ def diff(id: str, change: str, before: str | None = None, after: str | None = No
     return MemoryDiff(id, "t", type, change, before, after, [], fields or [], lost or [])
 
 
+def fresh(text: str) -> str:
+    """The same text in a string object of its own, as parsed from a commit message (not a literal)."""
+    return "".join(list(text))
+
+
 def commit(action: str, memories: list[MemoryDiff], result: str | None = None,
            ids: tuple[str, ...] = ()) -> ReviewCommit:
-    return ReviewCommit("c" * 40, "s", "", action, ids, [], "open", None, memories, result)
+    return ReviewCommit("c" * 40, "s", "", fresh(action), tuple(fresh(i) for i in ids), [], "open", None, memories,
+                        None if result is None else fresh(result))
 
 
 # --- reading files ------------------------------------------------------------------------------------
