@@ -219,21 +219,31 @@ def test_comments_and_repointing_update_one_record(svc: MemoryService, store: St
 def test_a_rewritten_history_is_followed_by_every_record(svc: MemoryService, store: Store) -> None:
     one = svc.reviews.propose("default", changes(1), title="One", author="sam", kind="amend")
     two = svc.reviews.propose("default", changes(1, 5), title="Two", author="sam", kind="amend")
+    three = svc.reviews.propose("default", changes(1, 9), title="Three", author="sam", kind="amend")
     svc.reviews.approve("default", 2, actor="rita")
     two = svc.reviews.get("default", 2)
     assert two.merged_commit is not None and two.approved_commits
-    new = {one.base: "1" * 40, one.head: "2" * 40, two.merged_commit: "3" * 40,
-           two.approved_commits[0]: "4" * 40}
+    new = {one.head: "2" * 40, two.merged_commit: "3" * 40, two.approved_commits[0]: "4" * 40}
     before = store.head_id(REVIEWS_REF)
     assert svc.reviews.remap("default", {}, "purge") == 0
     assert svc.reviews.remap("default", {"f" * 40: "e" * 40}, "purge") == 0
     assert store.head_id(REVIEWS_REF) == before
     assert svc.reviews.remap("default", new, "purge") == 2
     first, second = svc.reviews.get("default", 1), svc.reviews.get("default", 2)
-    assert (first.base, first.head) == ("1" * 40, "2" * 40)
-    assert second.merged_commit == "3" * 40 and second.approved_commits == ["4" * 40]
-    assert second.commit_states == {"4" * 40: "merged"}
+    assert (first.base, first.head) == (one.base, "2" * 40)
+    assert second.merged_commit == "3" * 40 and second.approved_commits == [new[two.approved_commits[0]]]
+    assert second.commit_states == {new[two.approved_commits[0]]: "merged"}
+    assert svc.reviews.get("default", 3) == three  # none of its commits was rewritten
     assert store.head(REVIEWS_REF).message.splitlines()[0] == "2 reviews follow the rewritten history"
+    assert sorted(p for p, _ in store.files(store.head(REVIEWS_REF), "reviews")) == [
+        "reviews/1.json", "reviews/2.json", "reviews/3.json"]
+    changed = store.file_changes(store.head(REVIEWS_REF))
+    assert sorted(c.path for c in changed) == ["reviews/1.json", "reviews/2.json"]
+    notes = svc.reviews.get("default", 2)
+    renamed = replace(notes, commit_notes={"9" * 40: "why"})
+    svc.reviews._save("default", 2, lambda _: renamed, "test", "test")
+    assert svc.reviews.remap("default", {"9" * 40: "8" * 40}, "purge") == 1
+    assert svc.reviews.get("default", 2).commit_notes == {"8" * 40: "why"}
 
 
 def test_remapping_a_namespace_without_reviews_creates_nothing(svc: MemoryService, store: Store) -> None:
