@@ -212,6 +212,7 @@ def test_comments_and_repointing_update_one_record(svc: MemoryService, store: St
     assert [e["event"] for e in events] == ["review.updated"]
     assert svc.reviews.get("default", 1) == moved
     svc.reviews.reject("default", 1, actor="rita", reason="no")
+    assert [e["event"] for e in events] == ["review.updated", "review.closed"]
     with pytest.raises(Conflict, match=r"^review #1 is already rejected$"):
         svc.reviews.repoint("default", 1, head=head, base=review.base, actor="sam")
 
