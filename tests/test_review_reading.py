@@ -228,6 +228,11 @@ def test_a_memory_knows_its_open_reviews(svc: MemoryService) -> None:
     assert svc.reviews.open_for("default", db.id) == [one.number, two.number]
     assert svc.reviews.open_for("default", cache.id) == [one.number]
     assert svc.reviews.open_for("default", "0123456789") == []
+    twice = svc.reviews.propose("default", [amend(cache, "The cache is Redis 7.2"),
+                                            amend(cache.replace(text="The cache is Redis 7.2"), "The cache is Valkey")],
+                                title="Cache twice", author="sam", kind="amend")
+    assert svc.reviews.open_for("default", cache.id) == [one.number, twice.number]  # each review once
+    svc.reviews.reject("default", twice.number, actor="rita", reason="no")
     second = svc.reviews.diff("default", one.number)[1]
     svc.reviews.approve("default", one.number, actor="rita", commits=[second.id])
     assert svc.reviews.open_for("default", cache.id) == []  # its commit merged: no longer open
