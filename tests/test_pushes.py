@@ -447,6 +447,29 @@ def test_one_ref_refused_leaves_the_others_unapplied(push: Push, clone: Clone, s
     assert state(store) == before
 
 
+def test_a_refused_ref_is_all_a_push_is_told_though_its_files_are_bad_too(push: Push, clone: Clone,
+                                                                         store: Store) -> None:
+    bad = clone.commit(main_of(store), {"notes/x.md": okf("stray")}, "Stray\n")
+    outcome = push(bad, more=[wire.RefUpdate(wire.ZERO, bad, "refs/heads/feature")])
+    assert outcome.messages == ["refused refs/heads/feature: gitmem takes pushes to refs/for/main, "
+                                "refs/heads/review/<name> and (reviewers) main, not to refs/heads/feature"]
+    assert outcome.results[0] == ("refs/for/main", "not applied: another ref of this push was refused")
+
+
+def test_a_failing_after_push_hook_does_not_fail_the_push(svc: MemoryService, settings: Settings, clone: Clone,
+                                                          store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    def broken(namespace: str) -> None:
+        raise RuntimeError("the trigger broke")
+
+    pushes = Pushes(svc._namespaces, svc.reviews, settings, svc._semantics, on_main=broken)
+    new = clone.commit(main_of(store), {"fact/db.md": okf("The database is PostgreSQL 16")})
+    command = wire.RefUpdate(main_of(store), new, MAIN)
+    outcome = pushes.apply("default", [command], io.BytesIO(clone.pack(new, main_of(store))), actor="rita",
+                           role="reviewer")
+    assert outcome.accepted and outcome.main == main_of(store)
+    assert "after-push hook failed in default" in caplog.text
+
+
 def test_a_broken_pack_is_refused_before_anything_else(pushes: Pushes, store: Store) -> None:
     before = state(store)
     command = wire.RefUpdate(wire.ZERO, "ab" * 20, "refs/for/main")
