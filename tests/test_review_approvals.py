@@ -424,6 +424,30 @@ def test_a_partial_rejection_says_how_many_were_turned_down(svc: MemoryService, 
     assert svc.reviews.get("default", number).comments[-1]["text"] == "Turned down 2 commits: two"
 
 
+def test_rejecting_the_rest_of_a_partly_merged_review_closes_it_as_merged(svc: MemoryService) -> None:
+    number, _, ids = review_of(svc, 3)
+    svc.reviews.approve("default", number, actor="rita", commits=[ids[1]])
+    closed = svc.reviews.reject("default", number, actor="rita", reason="the rest can wait")
+    assert closed.status == "merged" and closed.label == "partly merged (1 of 3)"
+    assert closed.commit_states == {ids[0]: "skipped", ids[1]: "merged", ids[2]: "skipped"}
+    assert closed.comments[-1]["text"] == "the rest can wait"
+
+
+def test_approving_a_merge_points_links_at_what_the_merged_memories_became(svc: MemoryService,
+                                                                         store: Store) -> None:
+    gone, other = plant(svc, "Use ruff for linting"), plant(svc, "Lint code with ruff")
+    linking = plant(svc, "Run the linters before pushing", related=(gone.id,))
+    kept = concepts.Memory(id="0123456789", type="convention", text="Lint with ruff", title="Lint with ruff",
+                           path="convention/kept.md")
+    merge = Change({gone.path: None, other.path: None, kept.path: concepts.render(kept)}, "merge 2 into 1",
+                   "consolidate", (gone.id, other.id, kept.id))
+    number = svc.reviews.propose("default", [merge], title="Merge", author="gitmem", kind="consolidation").number
+    svc.reviews.approve("default", number, actor="rita")
+    head = store.head()
+    assert head.message.startswith("relink 1 memory file to what merged memories became")
+    assert concepts.parse(store.read(linking.path) or b"", linking.path).related == (kept.id,)
+
+
 def test_turned_down_merges_are_remembered_and_read_back(svc: MemoryService) -> None:
     a, b, c = (plant(svc, text) for text in ("Use ruff for linting", "Lint code with ruff", "Ruff lints the code"))
     kept = concepts.Memory(id="0123456789", type="convention", text="Lint with ruff", title="Lint with ruff",
