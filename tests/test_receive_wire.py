@@ -316,6 +316,7 @@ def test_migrating_leaves_half_written_files_behind(store: Store, tmp_path: Path
     quarantine.migrate()
     assert not list((Path(store.repo.path) / "objects" / "pack").glob("tmp_*"))
     assert not quarantine.path.exists()
+    assert pygit2.Oid(hex=new) in Store(Path(store.repo.path)).repo  # the pack and its index moved in past it
 
 
 # --- what a push brings ----------------------------------------------------------------------------------
