@@ -231,9 +231,11 @@ def test_a_merged_away_memory_is_followed_to_what_it_became() -> None:
 
 
 def test_links_to_merged_away_memories_are_pointed_at_what_they_became(store: Store) -> None:
-    gone_one, gone_two, other = (memory("Gone rule one", name="g1"), memory("Gone rule two", name="g2"),
-                                 memory("Other rule"))
-    kept = memory("Kept rule", related=(gone_one.id, other.id))  # it links to a memory merged into itself
+    gone_one, gone_two = memory("Gone rule one", name="g1", id="5000000001"), memory("Gone rule two", name="g2",
+                                                                                     id="5000000002")
+    other = memory("Other rule", id="7000000000")
+    # It links to a memory merged into itself; its id sorts before the gone ones (the links get "smaller").
+    kept = memory("Kept rule", related=(gone_one.id, other.id), id="0000000001")
     linking = memory("Links to all", name="linking", related=(gone_one.id, other.id, gone_two.id, kept.id))
     untouched = memory("No links here", name="untouched", related=(other.id,))
     tip = write(store, {m.path: m for m in (kept, other, linking, untouched)})
@@ -262,10 +264,15 @@ def test_relinking_writes_nothing_when_no_link_moves(store: Store) -> None:
     pathless = replace(memory("Nowhere", name="nowhere", related=(gone_one.id,)), path="")
     # own is not at tip (the merge took it away too); broken no longer parses; done links to kept already.
     assert relinked(store, tip, [plain, own, broken, pathless, done], {gone_one.id: kept.id}, "rita") == tip
+    # A memory that links to no merged-away one is not read again, whatever its links look like.
+    odd = memory("Odd links", name="odd", related=(plain.id, plain.id))
+    tip = write(store, {odd.path: odd})
+    assert relinked(store, tip, [odd], {gone_one.id: kept.id}, "rita") == tip
 
 
 def test_a_file_gone_or_broken_does_not_stop_the_others_being_relinked(store: Store) -> None:
-    kept, gone_one = memory("Kept rule"), memory("Gone rule one", name="g1")
+    # The successor's id sorts after the gone one's here (the links get "larger").
+    kept, gone_one = memory("Kept rule", id="9999999999"), memory("Gone rule one", name="g1", id="5000000001")
     own = memory("Taken away too", name="own", related=(gone_one.id,))
     broken = memory("Broken file", name="broken", related=(gone_one.id,))
     later = memory("Links later", name="later", related=(gone_one.id,))
