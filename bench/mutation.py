@@ -107,7 +107,11 @@ TARGETS: dict[str, Target] = {
                                     "objects KINDS holds"),
                     ("page=page if page != 1 else None", "pages start at 1: not 1 is more than 1"),
                     ("self.page if self.page != 1 else None", "pages start at 1: not 1 is more than 1"),
+                    ("if page < chosen.page:", "the page is never past the one asked for: not equal is less"),
                     ("(i * 1 for i", "starting at the commit just decided instead of after it: the loop skips it"),
+                    ("(i // 1 for i", "starting at the commit just decided instead of after it: the loop skips it"),
+                    ("(i + 0 for i", "starting at the commit just decided instead of after it: the loop skips it"),
+                    ("(i | 1 for i", "one after an even index, the commit itself at an odd one (the loop skips it)"),
                     ("(i ** 1 for i", "starting at the commit just decided instead of after it: the loop skips it")),
     ),
     "review-reading": Target(

@@ -168,6 +168,11 @@ def test_next_undecided_starts_right_after_the_one_just_decided() -> None:
     third = shown((2, "open"), (3, "open"), (4, "stale"))
     assert arrange(third).next_undecided() == third[0]
     assert arrange(third).next_undecided("c0003") == third[0]
+    assert arrange(third).next_undecided("gone") == third[0]  # a commit no longer shown: from the top
+    fourth = shown((7, "open"), (1, "open"), (3, "stale"), (9, "open"))
+    assert arrange(fourth).next_undecided("c0001") == fourth[3]
+    both = shown((2, "open"), (3, "open"))
+    assert arrange(both).next_undecided("gone") == both[0]
 
 
 def test_bulk_actions_choose_from_every_open_commit_whatever_the_filter() -> None:
