@@ -97,7 +97,21 @@ TARGETS: dict[str, Target] = {
     ),
     "review-decisions": Target("gitmem/reviews/decisions.py", ("tests/test_review_approvals.py",)),
     "review-records": Target("gitmem/reviews/records.py", ("tests/test_review_records.py",)),
-    "review-diffs": Target("gitmem/reviews/diffs.py", ("tests/test_review_diffs.py",)),
+    "review-diffs": Target(
+        "gitmem/reviews/diffs.py", ("tests/test_review_diffs.py",),
+        equivalent=(
+            ('m.change >= "removed"', "a memory's change is added, changed or removed: removed sorts last"),
+            ('c.kept.change <= "added"', "the memory a merge keeps is added or changed, never removed: added "
+                                         "sorts first"),
+            ("m.id is not self.result", "a removed memory is never the result (the result stays), so the id "
+                                        "check never decides"),
+            ("len(paragraphs) != 1 and", "parse_trailers finds none in a message of fewer than two paragraphs"),
+            ("len(paragraphs) >= 1 and", "parse_trailers finds none in a message of fewer than two paragraphs"),
+            ("len(paragraphs) > 0 and", "parse_trailers finds none in a message of fewer than two paragraphs"),
+            ("isinstance(old, tuple) or isinstance(new, tuple)", "both sides of a field are of its one type: a "
+                                                                 "list field is a tuple on both"),
+        ),
+    ),
     "review-listing": Target(
         "gitmem/reviews/listing.py", ("tests/test_review_listing.py",),
         equivalent=(("if page <= chosen.page:", "the page is never past the one asked for, and a filter made again "

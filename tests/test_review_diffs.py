@@ -7,6 +7,7 @@ memory files (rendered by gitmem.concepts), so each rule is pinned without a rep
 from __future__ import annotations
 
 import json
+from dataclasses import FrozenInstanceError
 from datetime import UTC, datetime
 
 import pytest
@@ -139,6 +140,11 @@ def test_a_title_set_by_hand_shows_as_a_field() -> None:
     retitled = titled.replace(text="The database is PostgreSQL 16")
     (again,) = memory_diffs([changed(titled, retitled)])
     assert [f[0] for f in again.fields] == []  # the title stayed as set by hand; the text diff shows the rest
+    for by_hand in ("Our database", "Zebra database"):  # before and after the text's own title
+        derived = retitled.replace(title=retitled.title)
+        (back,) = memory_diffs([changed(retitled.replace(title=by_hand), derived.replace(
+            title=concepts.title_from(derived.text)))])
+        assert back.fields == [("title", by_hand, concepts.title_from(derived.text))]
 
 
 def test_a_memory_moved_or_given_its_id_is_one_change() -> None:
@@ -150,6 +156,12 @@ def test_a_memory_moved_or_given_its_id_is_one_change() -> None:
     moved = old.replace(path="fact/elsewhere.md")
     (move,) = memory_diffs([FileChange(moved.path, "renamed", old.path, moved.path, text(old), text(moved))])
     assert move.change == "changed" and move.fields == [] and not move.text_changed
+
+
+def test_diffs_are_values() -> None:
+    for made in (FileDiff("p", "added", None, "x", "u"), diff("a", "added", None, "x"), commit("edit", [])):
+        with pytest.raises(FrozenInstanceError):
+            made.state = "x"  # type: ignore[misc,union-attr]
 
 
 def test_a_memory_diff_as_json_and_as_a_line() -> None:
@@ -171,6 +183,8 @@ def test_a_memory_diff_as_json_and_as_a_line() -> None:
                                    "0.33; tags +c -a")
     assert MemoryDiff("i", "t", "f", "changed", "", "", [], [("choices", (concepts.Choice("X", AT),), ())]
                       ).fields_line() == "choices -X"
+    assert MemoryDiff("i", "t", "f", "changed", "", "", [], [("potency", 0.456, 0.333)]).fields_line() == \
+        "potency 0.46 → 0.33"
     assert shown.marked == textdiff.marked("a", ["gone"])
     assert not MemoryDiff("i", "t", "f", "changed", "same", "same", [], []).text_changed
     assert not MemoryDiff("i", "t", "f", "added", None, "x", [], []).text_changed
@@ -200,6 +214,9 @@ def test_a_memory_diff_as_json_and_as_a_line() -> None:
     ("edit", [diff("a", "added", None, "x"), diff("b", "removed", "y")], None, "edit"),
     ("edit", [], None, "edit"),
     ("consolidate", [diff("a", "removed", "x")], None, "remove"),  # no result: not a merge
+    ("consolidate", [], None, "edit"),
+    ("edit", [diff("a", "changed", "x", "x", fields=[("related", (), ("b",))])], None, "edit"),
+    ("remember", [diff("a", "changed", "x", "x", fields=[("related", (), ("b",))])], None, "edit"),
 ])
 def test_what_kind_of_change_a_commit_is(action: str, memories: list[MemoryDiff], result: str | None,
                                          kind: str) -> None:
@@ -235,6 +252,12 @@ def test_with_result_names_what_a_merge_keeps_and_each_members_lost_words() -> N
     assert kept.result == "u" and kept.memories[0].lost == ["linting", "Python", "code"]
     linked = with_result(commit("consolidate", [diff("o", "changed", "Other words", "Other words"), members[1]]), None)
     assert linked.result == "o" and linked.memories[1].lost == ["Lint", "ruff"]
+    other = diff("o", "changed", "Other words", "Other words")
+    assert with_result(commit("consolidate", [other, diff("k", "added", None, "Lint with ruff"), members[1]]),
+                       None).result == "k"  # the memory the merge wrote, wherever it comes
+    assert with_result(commit("consolidate", [other, superseding, members[1]]), None).result == "k"
+    two = diff("p", "changed", "More words", "More words")
+    assert with_result(commit("consolidate", [other, two, members[1]]), None).result == "o"
     plain = commit("consolidate", [members[0]])
     assert with_result(plain, None) is plain  # nothing to name
     assert with_result(plain, "text but no id") is plain
@@ -250,8 +273,8 @@ def test_with_result_names_what_a_merge_keeps_and_each_members_lost_words() -> N
 def test_summarise_counts_as_a_consolidation_run_does() -> None:
     merge_new = commit("consolidate", [diff("k", "added", None, "x"), diff("a", "removed", "y", type="convention"),
                                        diff("b", "removed", "z", type="convention")], "k")
-    merge_kept = commit("consolidate", [diff("m", "changed", "x", "xx"), diff("c", "removed", "y", type="decision")],
-                        "m")
+    merge_kept = commit("consolidate", [diff("m", "changed", "x", "xx"), diff("c", "removed", "y", type="decision"),
+                                        diff("c2", "removed", "y2", type="decision")], "m")
     others = [commit("archive", [diff("d", "changed", "x", "x")]), commit("discard", []), commit("discard", []),
               commit("consolidate", [diff("e", "changed", "x", "x", fields=[("related", (), ("f",))])]),
               commit("promote", [diff("g", "changed", "x", "x")]),
@@ -259,7 +282,7 @@ def test_summarise_counts_as_a_consolidation_run_does() -> None:
                               diff("j", "removed", "c")]),
               commit("remember", [diff("l", "added", None, "x")])]
     assert summarise([merge_new, merge_kept, *others]) == (
-        "4 memories into 2 (convention 2, decision 1); linked 1; edited 1; added 2; removed 1; archived 1; "
+        "5 memories into 2 (convention 2, decision 2); linked 1; edited 1; added 2; removed 1; archived 1; "
         "promoted 1; discarded 2")
     assert summarise([]) == "no changes"
     assert summarise([commit("supersede", [diff("a", "removed", "x")])]) == "supersede 1"
