@@ -101,6 +101,8 @@ TARGETS: dict[str, Target] = {
         "gitmem/reviews/diffs.py", ("tests/test_review_diffs.py",),
         equivalent=(
             ('m.change >= "removed"', "a memory's change is added, changed or removed: removed sorts last"),
+            ("sum( 2 for m in self.memories", "counting each removed memory twice: at least one is still at "
+                                              "least one"),
             ('c.kept.change <= "added"', "the memory a merge keeps is added or changed, never removed: added "
                                          "sorts first"),
             ("m.id is not self.result", "a removed memory is never the result (the result stays), so the id "

@@ -215,6 +215,8 @@ def test_a_memory_diff_as_json_and_as_a_line() -> None:
     ("edit", [], None, "edit"),
     ("consolidate", [diff("a", "removed", "x")], None, "remove"),  # no result: not a merge
     ("consolidate", [], None, "edit"),
+    ("consolidate", [diff("a", "changed", "x", "x", fields=[("related", (), ("b",))]), diff("n", "added", None, "y")],
+     None, "edit"),
     ("edit", [diff("a", "changed", "x", "x", fields=[("related", (), ("b",))])], None, "edit"),
     ("remember", [diff("a", "changed", "x", "x", fields=[("related", (), ("b",))])], None, "edit"),
 ])
