@@ -103,6 +103,9 @@ TARGETS: dict[str, Target] = {
             ('m.change >= "removed"', "a memory's change is added, changed or removed: removed sorts last"),
             ("sum( 2 for m in self.memories", "counting each removed memory twice: at least one is still at "
                                               "least one"),
+            ('kept.change <= "added"', "the memory a merge keeps is added or changed, never removed: added sorts "
+                                       "first"),
+            ('if m.change < "removed"]', "a memory's change is added, changed or removed: removed sorts last"),
             ('c.kept.change <= "added"', "the memory a merge keeps is added or changed, never removed: added "
                                          "sorts first"),
             ("m.id is not self.result", "a removed memory is never the result (the result stays), so the id "

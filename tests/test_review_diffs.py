@@ -129,6 +129,8 @@ def test_memories_added_removed_and_changed_in_the_order_met() -> None:
     assert change.fields_line() == "tags +sql; potency 0.5 → 0.75"
     assert out[0].text == [] and out[0].fields == [] and out[0].assigned
     assert memory_diffs([changed(old, edited)], words=False)[0].text == []
+    late = memory("A fact whose id sorts late", memory_id="ffffffffff")
+    assert memory_diffs([added(late)])[0].assigned
     assert memory_diffs([]) == []
 
 
@@ -215,6 +217,9 @@ def test_a_memory_diff_as_json_and_as_a_line() -> None:
     ("edit", [], None, "edit"),
     ("consolidate", [diff("a", "removed", "x")], None, "remove"),  # no result: not a merge
     ("consolidate", [], None, "edit"),
+    ("use", [diff("a", "changed", "x", "y")], None, "edit"),
+    ("consolidate", [diff("a", "changed", "x", "x", fields=[("related", (), ("b",))]), diff("b", "changed", "y", "y")],
+     None, "link"),
     ("consolidate", [diff("a", "changed", "x", "x", fields=[("related", (), ("b",))]), diff("n", "added", None, "y")],
      None, "edit"),
     ("edit", [diff("a", "changed", "x", "x", fields=[("related", (), ("b",))])], None, "edit"),
@@ -234,6 +239,9 @@ def test_a_merge_names_its_members_what_it_keeps_and_what_it_loses() -> None:
     assert merge.kept is not None and merge.kept.id == "k"
     assert merge.lost == ["all", "python"]
     assert commit("consolidate", [diff("a", "removed", "x")], "gone").kept is None
+    later = commit("consolidate", [diff("z", "removed", "x"), diff("k", "added", None, "y")], "k")
+    assert later.kept is not None and later.kept.id == "k" and [m.id for m in later.members] == ["z"]
+    assert not diff("a", "removed", "x").text_changed
     assert not commit("consolidate", [diff("k", "added", None, "x")], "k").merge
     assert not commit("consolidate", [diff("a", "removed", "x")]).merge
     data = json.loads(json.dumps(merge.to_dict()))
@@ -250,7 +258,7 @@ def test_with_result_names_what_a_merge_keeps_and_each_members_lost_words() -> N
     superseding = diff("k", "changed", "x", "Ruff lints", fields=[("supersedes", (), ("a",))])
     assert with_result(commit("consolidate", [superseding, members[0]]), None).result == "k"
     # The user's statement kept as it is: named by the commit, in no file, its text from the message.
-    kept = with_result(commit("consolidate", [members[0]], ids=("a", "u")), "Use ruff")
+    kept = with_result(commit("consolidate", [members[0]], ids=("a", "u", "v")), "Use ruff")
     assert kept.result == "u" and kept.memories[0].lost == ["linting", "Python", "code"]
     linked = with_result(commit("consolidate", [diff("o", "changed", "Other words", "Other words"), members[1]]), None)
     assert linked.result == "o" and linked.memories[1].lost == ["Lint", "ruff"]
@@ -263,8 +271,9 @@ def test_with_result_names_what_a_merge_keeps_and_each_members_lost_words() -> N
     plain = commit("consolidate", [members[0]])
     assert with_result(plain, None) is plain  # nothing to name
     assert with_result(plain, "text but no id") is plain
-    amend = commit("amend", [diff("k", "added", None, "x"), members[0]])
-    assert with_result(amend, None) is amend
+    for action in ("amend", "supersede", "edit"):
+        other_action = commit(action, [diff("k", "added", None, "x"), members[0]])
+        assert with_result(other_action, None) is other_action
     nothing_removed = commit("consolidate", [diff("k", "added", None, "x")])
     assert with_result(nothing_removed, None) is nothing_removed
 
