@@ -79,6 +79,8 @@ def test_an_open_commit_main_overtook_shows_stale_the_others_open(svc: MemorySer
     assert first.note.startswith(f"main changed the text of {db.path} after the review was opened; propose")
     assert (second.state, second.note) == ("open", None)
     assert svc.reviews.get("default", review.number).status == "open"  # reading records nothing
+    svc.reviews.approve("default", review.number, actor="rita")  # merges the one that is not stale
+    assert [c.state for c in svc.reviews.diff("default", review.number)] == ["stale", "merged"]
 
 
 def test_a_commit_that_only_touches_a_memory_main_changed_is_stale_too(svc: MemoryService, store: Store) -> None:
@@ -90,6 +92,16 @@ def test_a_commit_that_only_touches_a_memory_main_changed_is_stale_too(svc: Memo
     svc.amend("default", db.id, text="The database is MySQL")
     (shown,) = svc.reviews.diff("default", review.number)
     assert shown.state == "stale"
+
+
+def test_a_commit_made_with_git_is_stale_by_the_files_it_changes(svc: MemoryService) -> None:
+    db = plant(svc, "The database is PostgreSQL 15", type="fact")
+    edited = db.replace(text="The database is PostgreSQL 16")
+    by_git = Change({db.path: concepts.render(edited)}, "edit the database", "edit")  # no Memory-Id trailer
+    review = svc.reviews.propose("default", [by_git], title="One", author="sam", kind="push")
+    svc.amend("default", db.id, text="The database is MySQL")
+    (shown,) = svc.reviews.diff("default", review.number)
+    assert shown.state == "stale" and shown.memory_ids == ()
 
 
 def test_decided_commits_keep_their_state_and_a_closed_reviews_undecided_show_skipped(svc: MemoryService) -> None:
@@ -168,6 +180,10 @@ def test_no_pull_advice_for_other_kinds_or_when_nothing_merged(svc: MemoryServic
     amended = svc.reviews.propose("default", [amend(db, "The database is PostgreSQL 16")], title="One",
                                   author="sam", kind="amend")
     assert svc.reviews.pull_advice("default", amended) is None
+    for kind in ("supersede", "consolidation", "purge"):
+        other = svc.reviews.propose("default", [amend(db, f"The database is PostgreSQL 16 ({kind})")], title="One",
+                                    author="sam", kind=kind)
+        assert svc.reviews.pull_advice("default", svc.reviews.get("default", other.number)) is None
     number = pushed_review(svc, store)
     svc.reviews.reject("default", number, actor="rita", reason="no")
     assert svc.reviews.pull_advice("default", svc.reviews.get("default", number)) is None
