@@ -493,3 +493,25 @@ def test_orphaned_consolidation_branches_are_pruned_under_the_guard(svc: MemoryS
     assert store.head_id("refs/heads/consolidate/other/orphan") == main
     assert store.head_id(kept.branch) is not None
     assert svc.reviews.prune_orphans("default") == []
+
+
+# Last: it writes a few hundred commits (a mutant another test kills never gets here).
+def test_a_prefix_two_commits_share_is_ambiguous(svc: MemoryService, store: Store) -> None:
+    who = pygit2.Signature("Sam", "sam@example.com", 1_577_836_800, 0)
+    base = store.head()
+    parent, seen = base, {}
+    for n in range(5000):  # two of a few hundred commits share their first four digits (the birthday bound)
+        tree = store.write_tree(parent.tree, {"README.md": f"# {n}\n".encode()})
+        oid = str(store.repo.create_commit(None, who, who, f"edit {n}\n", tree, [parent.id]))
+        parent = store.commit(oid)
+        if oid[:4] in seen:
+            break
+        seen[oid[:4]] = oid
+    prefix = str(parent.id)[:4]
+    assert prefix in seen
+    store.move_ref("refs/heads/review/many", str(parent.id), None, "push")
+    number = svc.reviews.open("default", branch="refs/heads/review/many", base=str(base.id), title="t",
+                              author="sam", kind="push").number
+    with pytest.raises(InvalidInput, match=f"^commit id {prefix} is ambiguous in review #{number}; give more digits$"):
+        svc.reviews.approve("default", number, actor="rita", commits=[prefix])
+    assert store.head_id(MAIN) == str(base.id)
