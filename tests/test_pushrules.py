@@ -47,6 +47,7 @@ def test_a_memory_file_may_weigh_four_bytes_a_character_and_its_frontmatter(tmp_
     assert Rules(Settings(home=tmp_path)).read_bytes == README_BYTES == 64 * 1024  # the README may weigh more
     larger = Rules(Settings(home=tmp_path, max_text_chars=20_000))
     assert larger.memory_bytes == larger.read_bytes == 20_000 * 4 + 16 * 1024
+    assert Rules(Settings(home=tmp_path, max_text_chars=4096)).memory_bytes == 32 * 1024
 
 
 # --- one file --------------------------------------------------------------------------------------
@@ -111,6 +112,9 @@ def test_a_readme_carrying_a_secret_is_refused_naming_its_line(rules: Rules) -> 
         "line 4 carries what looks like an AWS Access Key; remove it (git history keeps it forever, so rotate it "
         "too) and push again")
     assert rules.file_problem(file("README.md", readme, status="modified")) is not None
+    two = readme + f"And a token {GITLAB}\n".encode()
+    assert (rules.file_problem(file("README.md", two)) or "").startswith(
+        "line 4 carries what looks like an AWS Access Key;")  # the first one is named
 
 
 @pytest.mark.parametrize("path", [f"fact/{AWS}.md", f"{AWS}.txt", f"README-{SLACK}.md"])
@@ -132,6 +136,8 @@ def test_a_memory_file_is_checked_for_form_type_secrets_and_limits(rules: Rules)
     assert problem(b"no frontmatter at all\n") is not None
     assert "'type' must be one of" in (problem(okf(type="rumour")) or "")
     assert problem(okf(type="decision")) == "its type is 'decision' but it is in fact/; move it to decision/"
+    assert problem(okf(type="preference")) == (
+        "its type is 'preference' but it is in fact/; move it to preference/")
     assert problem(okf(f"The deploy key is {AWS}")) == (
         "line 5 carries what looks like an AWS Access Key; remove it (git history keeps it forever, so rotate it "
         "too) and push again")
@@ -179,6 +185,8 @@ def test_a_secret_in_a_commit_message_names_its_line() -> None:
     assert said == ("commit 0123456789: line 3 of its message carries what looks like a GitLab Token; reword it "
                     "(`git commit --amend`, or `git rebase -i`), rotate the secret (git history keeps it forever) "
                     "and push again")
+    (first,) = commit_problems(pushed_commit(f"Harmless\n\nkey {AWS}\ntoken {GITLAB}\n"))
+    assert first.startswith("commit 0123456789: line 3 of its message carries what looks like an AWS Access Key;")
     (subject,) = commit_problems(pushed_commit(f"Deploy with {SLACK}\n"))
     assert subject.startswith("commit 0123456789: line 1 of its message carries what looks like a Slack token;")
 
@@ -197,6 +205,7 @@ def test_a_short_name_with_a_secret_is_shown_whole_up_to_six_characters() -> Non
     from gitmem.pushrules import _masked
 
     assert _masked("abcdef") == "abcdef"
+    assert _masked("abc") == "abc"
     assert _masked("abcdefg") == "abcdef…"
 
 
@@ -324,6 +333,15 @@ def test_a_duplicate_id_is_refused_naming_both_files(rules: Rules, repo: pygit2.
     assert rules.problems(repo, main, [main], [update(new)]) == [
         "fact/copy.md: id 1234567890 is also the id of fact/old.md; give one of them another id, or delete its id "
         "line and gitmem assigns one"]
+
+
+def test_two_new_files_with_one_id_are_named_together(rules: Rules, repo: pygit2.Repository) -> None:
+    main = commit(repo, {"README.md": README})
+    same = okf(extra="id: '1234567890'\n")
+    new = commit(repo, {"README.md": README, "fact/a.md": same, "fact/b.md": same}, [main])
+    assert rules.problems(repo, main, [main], [update(new)]) == [
+        "fact/a.md: id 1234567890 is also the id of fact/b.md; give one of them another id, or delete its id line "
+        "and gitmem assigns one"]
 
 
 def test_ids_only_of_the_files_a_push_changes_are_checked(rules: Rules, repo: pygit2.Repository) -> None:
