@@ -78,6 +78,7 @@ TARGETS: dict[str, Target] = {
         equivalent=(("if pushed.parents != 1:", "a commit without parents is a history unrelated to main, refused "
                                                 "before its commits are looked at"),
                     ("if len(paths) != 1 and mine:", "an id is listed with the one file or more that hold it"),
+                    ("if p is not mine[0]", "mine[0] is one of the very path objects listed, each listed once"),
                     ("elif file.data is not None or is_memory_path(file.path)",
                      "the changed files only pick which of tip's memory files to blame for a duplicate id: a "
                      "deleted file is not at tip and a file that is no memory holds no id"),),

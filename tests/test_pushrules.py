@@ -63,6 +63,9 @@ def test_a_memory_file_may_weigh_four_bytes_a_character_and_its_frontmatter(tmp_
      ".gitmem/ is written by gitmem only (discussions go through the web page or the API)"),
     (file("notes/x.md", okf()), "not in a memory folder; a memory is <type>/<name>.md, with <type> one of "
                                 + ", ".join(concepts.TYPES)),
+    (file(".foo/x.md", okf()), "not in a memory folder; a memory is <type>/<name>.md, with <type> one of "
+                               + ", ".join(concepts.TYPES)),
+    (file("x.bin", None, kind="unknown", status="deleted"), "gitmem's own file; leave it in place"),
     (file("notes.txt", b"hello\n"), "not in a memory folder; a memory is <type>/<name>.md, with <type> one of "
                                     + ", ".join(concepts.TYPES)),
     (file("fact/deep/x.md", okf()), "a folder inside fact/; put memory files in fact/ itself"),
@@ -199,6 +202,8 @@ def test_a_secret_in_a_name_or_email_names_the_role_and_hides_the_secret() -> No
     assert committer.startswith("commit 0123456789: its committer (Ann <g…) carries what looks like a GitLab Token;")
     assert AWS not in author and GITLAB not in committer
     assert commit_problems(pushed_commit(people=(("author", "Ann <ann@example.com>"),))) == []
+    (both,) = commit_problems(pushed_commit(people=(("author", f"{AWS} <{GITLAB}@example.com>"),)))
+    assert "carries what looks like an AWS Access Key;" in both  # the first one is named
 
 
 def test_a_short_name_with_a_secret_is_shown_whole_up_to_six_characters() -> None:
