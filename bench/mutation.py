@@ -100,7 +100,18 @@ TARGETS: dict[str, Target] = {
                      "the early return only saves work: with main at the base, main changed nothing since it"),),
     ),
     "review-decisions": Target("gitmem/reviews/decisions.py", ("tests/test_review_approvals.py",)),
-    "review-records": Target("gitmem/reviews/records.py", ("tests/test_review_records.py",)),
+    "review-records": Target(
+        "gitmem/reviews/records.py", ("tests/test_review_records.py",),
+        equivalent=(
+            ('if v <= "merged"', "a commit's recorded state is merged, skipped or stale: only merged sorts at or "
+                                 "before merged"),
+            ('self.status <= "merged"', "a status is open, merged, rejected or stale: only merged sorts at or before "
+                                        "merged"),
+            ('values.get("status") <= "merged"', "a status is open, merged, rejected or stale: only merged sorts at "
+                                                 "or before merged"),
+            ("and merged != total:", "no more commits merge than the review holds"),
+        ),
+    ),
     "review-diffs": Target(
         "gitmem/reviews/diffs.py", ("tests/test_review_diffs.py",),
         equivalent=(

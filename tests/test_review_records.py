@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -87,6 +87,8 @@ def test_the_label_says_how_much_merged() -> None:
     assert made(status="merged", commit_states={"a": "merged", "b": "skipped"}).label == "partly merged (1 of 2)"
     assert made(status="merged", commit_count=2, commit_states={"a": "merged", "b": "merged"}).merged_count == 2
     assert made(status="rejected", commit_count=2).label == "rejected"
+    every = {f"c{n}": "merged" for n in range(700)}  # a long review, all merged (counts past the small ints)
+    assert made(status="merged", commit_count=700, commit_states=every).label == "merged"
 
 
 def test_a_record_goes_to_json_and_back() -> None:
@@ -98,6 +100,14 @@ def test_a_record_goes_to_json_and_back() -> None:
     assert (data["merged_count"], data["label"], data["version"]) == (1, "open (1 of 2 merged)", review.version)
     assert Review.from_dict(data) == review
     assert Review.from_dict({**data, "future_field": 1}) == review
+
+
+def test_a_record_is_a_value() -> None:
+    with pytest.raises(FrozenInstanceError):
+        made().status = "merged"  # type: ignore[misc]
+    data = made().to_dict()
+    del data["commit_count"]
+    assert Review.from_dict(data).commit_count == 0  # a record from before the count was kept
 
 
 def test_an_old_merged_record_counts_what_was_approved_as_merged() -> None:
@@ -125,6 +135,9 @@ def test_what_is_no_review_number_is_refused(typed: object) -> None:
 
 def test_an_actor_is_required() -> None:
     assert actor_name(" rita ") == "rita"
+    assert actor_name("x" * 200) == "x" * 200
+    with pytest.raises(InvalidInput):
+        actor_name("x" * 201)
     for missing in (None, "", "   ", 3):
         with pytest.raises(InvalidInput, match="^say who is acting: an actor name is required$"):
             actor_name(missing)
@@ -157,6 +170,8 @@ def test_proposing_writes_a_branch_and_opens_a_numbered_review(svc: MemoryServic
     (opened,) = events
     assert opened["event"] == "review.opened" and opened["summary"] == "sam proposes: Two facts, review #1"
     assert opened["merges"] == [] and opened["review"] == first.to_dict()
+    record = store.read("reviews/1.json", store.head(REVIEWS_REF)) or b""
+    assert record.startswith(b'{\n "number": 1,\n "namespace": "default",\n "title": "Two facts"')
     second = svc.reviews.propose("default", changes(1, 5), title="", author="ann", kind="consolidation",
                                  branch="refs/heads/review/mine")
     assert (second.number, second.title, second.branch) == (2, "consolidation review", "refs/heads/review/mine")
@@ -170,6 +185,15 @@ def test_proposing_writes_a_branch_and_opens_a_numbered_review(svc: MemoryServic
     assert store.read("README.md", store.head(REVIEWS_REF)).startswith(b"# gitmem reviews")  # type: ignore[union-attr]
     with pytest.raises(Conflict, match="^there is nothing to review$"):
         svc.reviews.propose("default", [], title="x", author="sam", kind="amend")
+    pushed = svc.reviews.propose("default", changes(1, 7), title="Café ☕ " + "t" * 192, author="ann", kind="push")
+    assert [e["event"] for e in events] == ["review.opened", "review.opened"]  # a push is announced
+    assert pushed.title == "Café ☕ " + "t" * 192 and len(pushed.title) == 199
+    assert "Café ☕".encode() in (store.read("reviews/3.json", store.head(REVIEWS_REF)) or b"")  # readable UTF-8
+    longest = svc.reviews.propose("default", changes(1, 8), title="t" * 200, author="ann", kind="k" * 40)
+    assert (longest.title, longest.kind) == ("t" * 200, "k" * 40)
+    with pytest.raises(InvalidInput):
+        svc.reviews.propose("default", changes(1, 9), title="t", author="ann", kind="k" * 41)
+    assert svc.reviews.list("default", status="open") == svc.reviews.list("default")
 
 
 def test_opening_a_review_of_a_branch_that_is_not_there_is_refused(svc: MemoryService, store: Store) -> None:
@@ -235,6 +259,10 @@ def test_a_rewritten_history_is_followed_by_every_record(svc: MemoryService, sto
     assert second.merged_commit == "3" * 40 and second.approved_commits == [new[two.approved_commits[0]]]
     assert second.commit_states == {new[two.approved_commits[0]]: "merged"}
     assert svc.reviews.get("default", 3) == three  # none of its commits was rewritten
+    assert [r.number for r in svc.reviews.list("default", status="open")] == [1, 3]
+    assert [r.number for r in svc.reviews.list("default", status="merged")] == [2]
+    assert svc.reviews.list("default", status="rejected") == svc.reviews.list("default", status="stale") == []
+    assert b'"merged_commit": "3333' in (store.read("reviews/2.json", store.head(REVIEWS_REF)) or b"")
     assert store.head(REVIEWS_REF).message.splitlines()[0] == "2 reviews follow the rewritten history"
     assert sorted(p for p, _ in store.files(store.head(REVIEWS_REF), "reviews")) == [
         "reviews/1.json", "reviews/2.json", "reviews/3.json"]
