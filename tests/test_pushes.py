@@ -11,13 +11,15 @@ import io
 import re
 import subprocess
 from collections.abc import Callable, Iterator
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pygit2
 import pytest
 
 from gitmem import concepts, notify
-from gitmem.pushes import Outcome, Pushes, _slug
+from gitmem.errors import InvalidInput, RefRaceLost
+from gitmem.pushes import Outcome, Pushes, ReviewPlan, _slug
 from gitmem.repo import MAIN, Store
 from gitmem.repo import receive as wire
 from gitmem.service import MemoryService
@@ -341,6 +343,21 @@ def test_only_its_author_or_a_reviewer_moves_a_review_branch(push: Push, clone: 
     assert svc.reviews.get("default", 1).head == newest
 
 
+def test_each_pusher_moves_only_the_review_of_their_own_branch(push: Push, clone: Clone, store: Store,
+                                                             svc: MemoryService) -> None:
+    main = main_of(store)
+    heads = {}
+    for name, actor in (("b", "bob"), ("a", "ann"), ("c", "cy")):  # reviews #1, #2, #3
+        heads[name] = clone.commit(main, {f"fact/{name}.md": okf(f"Fact {name}")}, f"{name}\n")
+        assert push(heads[name], f"refs/heads/review/{name}", actor=actor).accepted
+    for number, (name, actor) in ((2, ("a", "ann")), (3, ("c", "cy"))):
+        newer = clone.commit(heads[name], {f"fact/{name}.md": okf(f"Fact {name}, again")}, f"{name} again\n")
+        outcome = push(newer, f"refs/heads/review/{name}", actor=actor)
+        assert outcome.accepted and outcome.reviews == [number], outcome.messages
+        assert svc.reviews.get("default", number).head == newer
+    assert svc.reviews.get("default", 1).head == heads["b"]
+
+
 def test_a_review_branch_of_no_open_review_takes_no_commits(push: Push, clone: Clone, store: Store) -> None:
     main = main_of(store)
     store.move_ref("refs/heads/review/db", main, None, "left behind")  # a branch whose review is gone
@@ -379,6 +396,37 @@ def test_a_reviewers_fast_forward_moves_main_and_completes_the_files(push: Push,
     assert again.main == pulled == main_of(store)
     assert again.messages == [f"main is at {pulled[:10]}: 1 commit from root"]
     assert svc.list("default")[0].text == "The database is PostgreSQL 17"
+
+
+def test_the_completion_is_told_whatever_its_commit_id(push: Push, clone: Clone, store: Store) -> None:
+    seen = set()
+    for n in range(64):  # each completion commit's id is another draw: both orders come within a few
+        new = clone.commit(main_of(store), {f"fact/f{n}.md": okf(f"Fact number {n}")})
+        outcome = push(new, MAIN, role="reviewer", actor="rita")
+        assert outcome.main is not None and outcome.main != new
+        assert outcome.messages[-1].startswith("gitmem completed the memory files in one more commit")
+        seen.add(outcome.main < new)
+        if seen == {True, False}:
+            break
+    assert seen == {True, False}
+
+
+def test_main_moves_only_by_compare_and_swap_and_only_forward(pushes: Pushes, svc: MemoryService, clone: Clone,
+                                                               store: Store) -> None:
+    # What the checks found true may not be by the time main moves: the move itself checks again.
+    ns = namespace_of(svc)
+    seen = main_of(store)
+    new = clone.commit(seen, {"fact/db.md": okf("The database is PostgreSQL 16")})
+    quarantine = wire.Quarantine(store)
+    quarantine.receive(io.BytesIO(clone.pack(new, seen)))
+    quarantine.migrate()
+    svc.remember("default", "Deploys happen on Tuesdays", type="convention")
+    now = main_of(store)
+    with pytest.raises(RefRaceLost, match=f"^main moved since you fetched it \\(it is at {now[:10]} now\\)"):
+        pushes._to_main(ns, wire.RefUpdate("".join(list(seen)), new, MAIN), "rita", Outcome())
+    with pytest.raises(InvalidInput, match="^main only moves forward"):
+        pushes._to_main(ns, wire.RefUpdate("".join(list(now)), new, MAIN), "rita", Outcome())
+    assert main_of(store) == now
 
 
 def test_main_moved_since_the_clone_fetched_is_refused_as_moved(push: Push, clone: Clone, store: Store,
@@ -431,6 +479,30 @@ def test_a_bad_file_refuses_the_whole_push_and_every_ref(push: Push, clone: Clon
                                 "nothing was changed; fix what is named above and push again"]
     assert outcome.results == [("refs/for/main", problem), ("refs/heads/review/ok", problem)]
     assert state(store) == before
+
+
+def test_every_ref_is_answered_with_the_first_problem(push: Push, clone: Clone, store: Store) -> None:
+    two = clone.commit(main_of(store), {"notes/x.md": okf("stray"), "fact/y.txt": b"y\n"}, "Two\n")
+    outcome = push(two)
+    assert outcome.results == [("refs/for/main", outcome.messages[0].removeprefix("refused: "))]
+    assert outcome.messages[0].startswith("refused: fact/y.txt: only Markdown memory files")
+    assert outcome.messages[1].startswith("refused: notes/x.md: not in a memory folder")
+
+
+def test_a_push_to_main_and_to_a_review_at_once_does_both(push: Push, clone: Clone, store: Store,
+                                                          svc: MemoryService) -> None:
+    main = main_of(store)
+    landed = clone.commit(main, {"fact/db.md": okf("The database is PostgreSQL 16")}, "Database\n")
+    proposed = clone.commit(landed, {"fact/cache.md": okf("The cache is Redis 7")}, "Cache\n")
+    outcome = push(landed, MAIN, role="reviewer", actor="rita", old=main,
+                   more=[wire.RefUpdate(wire.ZERO, proposed, "refs/for/main")])
+    assert outcome.accepted and outcome.reviews == [1] and outcome.main == main_of(store)
+    assert svc.reviews.get("default", 1).head == proposed
+
+
+def test_a_review_plan_is_a_value() -> None:
+    with pytest.raises(FrozenInstanceError):
+        ReviewPlan("open", "b" * 40, ["x"]).how = "same"  # type: ignore[misc]
 
 
 def test_one_ref_refused_leaves_the_others_unapplied(push: Push, clone: Clone, store: Store) -> None:
