@@ -266,6 +266,30 @@ def test_main_fields_the_review_left_alone_carry_over_when_replayed(svc: MemoryS
         memories[0].text + " now", 5, ("ann",), 0.95)
 
 
+def test_a_memory_the_review_removes_goes_though_main_used_it_meanwhile(svc: MemoryService, store: Store) -> None:
+    memory = plant(svc, "Service 0 runs on port 9000", type="fact")
+    gone = Change({memory.path: None}, f"forget: {memory.title}", "forget", (memory.id,), None, "sam")
+    number = svc.reviews.propose("default", [gone], title="Forget", author="sam", kind="amend").number
+    ns = namespace_of(svc)
+    used = concepts.parse(store.read(memory.path) or b"", memory.path).replace(access_count=3)
+    ns.store.transact(lambda head: Change({memory.path: concepts.render(used)}, "use", "use", (memory.id,)))
+    assert svc.reviews.approve("default", number, actor="rita").status == "merged"
+    assert store.read(memory.path) is None
+
+
+def test_a_pushed_edit_of_a_texts_title_follows_the_text(svc: MemoryService, store: Store) -> None:
+    memory = plant(svc, "Service 0 runs on port 9000", type="fact")
+    current = concepts.render(concepts.parse(store.read(memory.path) or b"", memory.path)).decode()
+    edited = current.replace("Service 0 runs on port 9000\n", "Service 0 runs on port 8000 behind nginx\n")
+    assert edited != current
+    number = svc.reviews.propose("default", [Change({memory.path: edited.encode()}, "edit by hand", "edit")],
+                                 title="Port", author="ann", kind="push").number
+    svc.reviews.approve("default", number, actor="rita")
+    after = concepts.parse(store.read(memory.path) or b"", memory.path)
+    assert after.text == "Service 0 runs on port 8000 behind nginx"
+    assert after.title == concepts.title_from(after.text) != memory.title
+
+
 def test_a_file_main_added_meanwhile_in_the_same_place_makes_the_commit_stale(svc: MemoryService,
                                                                              store: Store) -> None:
     text = "---\ntype: fact\n---\n\nThe cache is Redis\n"
@@ -380,6 +404,9 @@ def test_a_reason_is_text_and_required_unless_one_commit_is_named(svc: MemorySer
     for reason in (None, "", "  "):
         with pytest.raises(InvalidInput, match=r"^say why you reject it \(--reason\): a reason is required"):
             svc.reviews.reject("default", number, actor="rita", reason=reason)
+    for commits in ([], ids):
+        with pytest.raises(InvalidInput, match=r"^say why you reject it \(--reason\): a reason is required"):
+            svc.reviews.reject("default", number, actor="rita", commits=commits, reason=None)
     one = svc.reviews.reject("default", number, actor="rita", commits=[ids[0]], reason="  Port 9000 is taken  ")
     assert one.comments[-1]["text"] == "Turned down 1 commit: Port 9000 is taken"
     assert one.comments[-1]["actor"] == "rita" and one.decided_by == "rita" and one.status == "open"
@@ -427,7 +454,13 @@ def test_a_partial_rejection_says_how_many_were_turned_down(svc: MemoryService, 
 def test_rejecting_the_rest_of_a_partly_merged_review_closes_it_as_merged(svc: MemoryService) -> None:
     number, _, ids = review_of(svc, 3)
     svc.reviews.approve("default", number, actor="rita", commits=[ids[1]])
-    closed = svc.reviews.reject("default", number, actor="rita", reason="the rest can wait")
+    undone: list[int] = []
+    svc.reviews.on_rejected["amend"] = lambda namespace, r, *, actor: undone.append(r.number)
+    try:
+        closed = svc.reviews.reject("default", number, actor="rita", reason="the rest can wait")
+    finally:
+        del svc.reviews.on_rejected["amend"]
+    assert undone == []  # merged in part: nothing of the kind to undo
     assert closed.status == "merged" and closed.label == "partly merged (1 of 3)"
     assert closed.commit_states == {ids[0]: "skipped", ids[1]: "merged", ids[2]: "skipped"}
     assert closed.comments[-1]["text"] == "the rest can wait"
