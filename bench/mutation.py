@@ -74,7 +74,14 @@ TARGETS: dict[str, Target] = {
     "personaldata": Target("gitmem/personaldata.py", ("tests/test_secretscan.py", "tests/test_redaction.py")),
     "pushes": Target(
         "gitmem/pushes.py", ("tests/test_pushes.py",),
-        equivalent=(("existing=mine[ -1])", "one open review at most holds a branch: the first is the last"),),
+        equivalent=(
+            ("existing=mine[ -1])", "one open review at most holds a branch: the first is the last"),
+            ("existing=same[ -1])", "a second push of an open review's commits opens none: one review holds them"),
+            ("by {found[ -1].author}", "one open review at most holds a branch: the first is the last"),
+            ('plan.how >= "update"', "a plan is open, same or update: update sorts last"),
+            ("c.ref >= MAIN or plans", "only a push to refs/for/main (which sorts before main) repeats a review"),
+            ("if command.ref <= FOR_MAIN and same", "no ref a push may update sorts before refs/for/main"),
+        ),
     ),
     "pushrules": Target(
         "gitmem/pushrules.py", ("tests/test_pushrules.py",),

@@ -137,7 +137,8 @@ def push(pushes: Pushes, clone: Clone, store: Store) -> Push:
     def run(new: str, ref: str = "refs/for/main", *, role: str = "writer", actor: str = "writer",
             old: str | None = None, base_url: str | None = None, more: list[wire.RefUpdate] = ()) -> Outcome:
         current = store.head_id(ref) if wire.valid_branch_name(ref) and ref.startswith("refs/heads/") else None
-        command = wire.RefUpdate(old or current or wire.ZERO, new, ref)
+        # As read from a request: strings of their own, never the very objects of gitmem's constants.
+        command = wire.RefUpdate("".join(old or current or wire.ZERO), new, "".join(list(ref)))
         tips = [c.new for c in [command, *more] if c.new != wire.ZERO]
         pack = clone.pack(tips, *wire.branch_tips(store)) if tips else b""
         return pushes.apply("default", [command, *more], io.BytesIO(pack), actor=actor, role=role,
@@ -200,6 +201,15 @@ def test_a_push_of_what_an_open_review_holds_opens_nothing_and_keeps_nothing(pus
     assert again.accepted and again.reviews == []
     assert again.messages == ["review #1 holds these commits already; it waits for a reviewer"]
     assert state(store) == before and len(svc.reviews.list("default")) == 1
+
+
+def test_commits_an_open_review_holds_pushed_to_a_new_branch_open_a_review_of_it(
+        push: Push, clone: Clone, store: Store, svc: MemoryService) -> None:
+    new = clone.commit(main_of(store), {"fact/db.md": okf("The database is PostgreSQL 16")}, "Database\n")
+    assert push(new).accepted
+    outcome = push(new, "refs/heads/review/mine")
+    assert outcome.reviews == [2] and outcome.messages[0].startswith("review #2 opened with 1 commit")
+    assert svc.reviews.get("default", 2).branch == "refs/heads/review/mine"
 
 
 def test_a_push_on_top_of_an_open_review_stacks_on_it(push: Push, clone: Clone, store: Store,
@@ -337,6 +347,9 @@ def test_only_its_author_or_a_reviewer_moves_a_review_branch(push: Push, clone: 
     assert refused.results == [("refs/heads/review/db", "refs/heads/review/db is review #1 by ann; push your own "
                                                         "changes to refs/for/main or a review branch of your own")]
     assert state(store) == before
+    assert push(newer, "refs/heads/review/db", actor="aaron").results[0][1] == (
+        "refs/heads/review/db is review #1 by ann; push your own changes to refs/for/main or a review branch of your "
+        "own")  # a name that sorts before the author's is not the author either
     assert push(newer, "refs/heads/review/db", actor="rita", role="reviewer").accepted
     newest = clone.commit(newer, {"fact/db.md": okf("The database is MariaDB")})
     assert push(newest, "refs/heads/review/db", actor="root", role="admin").accepted
@@ -559,6 +572,7 @@ def test_an_outcome_is_accepted_only_when_the_pack_and_every_ref_were() -> None:
     assert Outcome(results=[("a", None), ("b", None)]).accepted
     assert not Outcome(results=[("a", None), ("b", "no")]).accepted
     assert not Outcome(unpack="broken", results=[("a", None)]).accepted
+    assert not Outcome(unpack="the pushed pack was refused: fatal", results=[("a", None)]).accepted
 
 
 # --- over the wire -----------------------------------------------------------------------------------------
