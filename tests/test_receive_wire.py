@@ -10,6 +10,7 @@ import io
 import os
 import subprocess
 import time
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pygit2
@@ -88,6 +89,14 @@ def test_the_commands_and_the_first_lines_capabilities_are_read() -> None:
     assert caps == {"report-status", "side-band-64k", "agent=git/2"}
     assert [c.deletes for c in found] == [False, True]
     assert stream.read() == b"PACK"
+
+
+def test_what_a_push_brings_is_made_of_values() -> None:
+    update = wire.RefUpdate(wire.ZERO, A, "refs/for/main")
+    assert hash(update) == hash(wire.RefUpdate(wire.ZERO, A, "refs/for/main"))
+    for made in (update, wire.PushedFile("a", "added", "file", b""), wire.PushedCommit(A, "s", 1, [])):
+        with pytest.raises(FrozenInstanceError):
+            made.id = "x"  # type: ignore[misc,union-attr]
 
 
 def test_a_lone_flush_packet_is_gits_probe_and_carries_no_command() -> None:
