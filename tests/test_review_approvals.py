@@ -183,6 +183,23 @@ def test_approving_some_keeps_the_review_open_and_counts(svc: MemoryService, sto
         svc.reviews.approve("default", number, actor="rita")
 
 
+def test_decided_commits_cannot_be_picked_again(svc: MemoryService) -> None:
+    number, memories, ids = review_of(svc, 3)
+    svc.reviews.reject("default", number, actor="rita", commits=[ids[0]], reason=None)
+    svc.amend("default", memories[1].id, text="Service 1 moved to port 8001")
+    with pytest.raises(StaleReview):
+        svc.reviews.approve("default", number, actor="rita", commits=[ids[1]])
+    for picked, state in ((ids[0], "skipped"), (ids[1], "stale")):
+        said = f"^commit {picked[:10]} of review #{number} is {state} already$"
+        with pytest.raises(Conflict, match=said):
+            svc.reviews.approve("default", number, actor="rita", commits=[picked])
+        with pytest.raises(Conflict, match=said):
+            svc.reviews.reject("default", number, actor="rita", commits=[picked], reason=None)
+    svc.reviews.reject("default", number, actor="rita", reason="no")
+    with pytest.raises(Conflict, match=f"^review #{number} is already rejected$"):
+        svc.reviews.approve("default", number, actor="rita")
+
+
 def test_approving_with_nothing_open_is_refused(svc: MemoryService) -> None:
     number, _, ids = review_of(svc, 2)
     svc.reviews.reject("default", number, actor="rita", commits=[ids[0]], reason=None)
@@ -488,24 +505,31 @@ def test_turned_down_merges_are_remembered_and_read_back(svc: MemoryService) -> 
     merge_commit = Change({a.path: None, b.path: None, kept.path: concepts.render(kept)}, "merge 3 into 1",
                           "consolidate", (a.id, b.id, c.id, kept.id))
     other = Change({"README.md": b"# notes\n"}, "no merge", "consolidate", (a.id,))
-    number = svc.reviews.propose("default", [merge_commit, other], title="Merge", author="gitmem",
+    d, e = plant(svc, "Deploy on Tuesdays"), plant(svc, "Deploys happen on Tuesdays")
+    pair = Change({d.path: None}, "merge 2 into 1", "consolidate", (d.id, e.id))  # e kept as it is
+    number = svc.reviews.propose("default", [merge_commit, other, pair], title="Merge", author="gitmem",
                                  kind="consolidation").number
     closed = svc.reviews.reject("default", number, actor="rita", reason="keep them apart")
-    (entry,) = closed.rejected
+    entry, second = closed.rejected
+    assert second["ids"] == sorted([d.id, e.id]) and second["texts"] == {d.id: digest(d.text), e.id: digest(e.text)}
     assert entry["ids"] == sorted([a.id, b.id, c.id])  # what the merge took away and what it named
     assert entry["texts"] == {m.id: digest(m.text) for m in (a, b, c)}
     assert entry["commit"] == svc.reviews.diff("default", number)[0].id
-    (merge,) = svc.reviews.rejected_merges("default")
+    merge, _ = svc.reviews.rejected_merges("default")
     assert merge == RejectedMerge(frozenset(entry["ids"]), entry["texts"])
     review = svc.reviews.get("default", number)
     broken = replace(review, rejected=[*review.rejected, {"ids": "not a list", "texts": {}}, {"ids": ["a"]}])
     svc.reviews._save("default", review.number, lambda _: broken, "test", "test")
-    assert svc.reviews.rejected_merges("default") == [merge]
+    assert svc.reviews.rejected_merges("default")[0] == merge and len(svc.reviews.rejected_merges("default")) == 2
 
 
 def test_rejecting_amendments_remembers_no_merge(svc: MemoryService) -> None:
     number, _, _ = review_of(svc, 2)
     assert svc.reviews.reject("default", number, actor="rita", reason="no").rejected == []
+    a, b = plant(svc, "First of two"), plant(svc, "Second of two")
+    edit = Change({a.path: None, b.path: None}, "remove two by hand", "edit", (a.id, b.id))
+    number = svc.reviews.propose("default", [edit], title="Edit", author="sam", kind="push").number
+    assert svc.reviews.reject("default", number, actor="rita", reason="no").rejected == []  # only merges count
     assert svc.reviews.rejected_merges("default") == []
 
 
