@@ -100,6 +100,9 @@ TARGETS: dict[str, Target] = {
             ("if len(data) <", "read(n) returns at most n bytes: fewer is the only way to differ from n"),
             ("while chunk := pack.read(", "the size of the pieces the pack is copied to git in changes nothing"),
             ("first = pack.read(", "how many bytes are read before git starts changes nothing: all are passed on"),
+            ("filemode <= FileMode.TREE", "no entry mode is below a tree's but a tree's"),
+            ("a.filemode is b.filemode", "pygit2 gives modes as FileMode members: equal modes are one object"),
+            ("else (None, 1)", "an object whose header says blob is a Blob: the else is never taken"),
             ("if proc.wait() > 0:", "git exits with a negative status only when a signal killed it mid-push"),
             ("if kind > ObjectType.BLOB:", "an entry that names a tree or a commit is not a Blob: the isinstance "
                                            "check below gives the same answer"),

@@ -253,6 +253,13 @@ def test_a_broken_pack_is_refused_with_gits_reason(store: Store, data: bytes) ->
     quarantine.discard()
 
 
+def test_a_long_stream_git_stops_reading_is_refused_with_gits_reason(store: Store) -> None:
+    quarantine = wire.Quarantine(store)
+    with pytest.raises(InvalidInput, match="^the pushed pack was refused: "):
+        quarantine.receive(io.BytesIO(b"not a pack at all" + bytes(16 * 1024 * 1024)))  # git hangs up early
+    quarantine.discard()
+
+
 def test_names_git_refuses_come_through_the_pack_for_gitmem_to_name(store: Store, tmp_path: Path) -> None:
     # git's own fsck would stop the pack at "..", ".git" or an empty name without naming the file:
     # index-pack lets them in, and the push's checks refuse them by name.
