@@ -101,6 +101,12 @@ TARGETS: dict[str, Target] = {
             ("while chunk := pack.read(", "the size of the pieces the pack is copied to git in changes nothing"),
             ("first = pack.read(", "how many bytes are read before git starts changes nothing: all are passed on"),
             ("filemode <= FileMode.TREE", "no entry mode is below a tree's but a tree's"),
+            ("if a_tree or a is not None else None", "an entry that is no tree is read as such and then dropped: "
+                                                     "only a Tree is compared"),
+            ("if b_tree or b is not None else None", "an entry that is no tree is read as such and then dropped: "
+                                                     "only a Tree is compared"),
+            ("st_mtime <= cutoff", "a quarantine exactly an hour old, to the clock's last digit, is the only one "
+                                   "told apart"),
             ("a.filemode is b.filemode", "pygit2 gives modes as FileMode members: equal modes are one object"),
             ("else (None, 1)", "an object whose header says blob is a Blob: the else is never taken"),
             ("if proc.wait() > 0:", "git exits with a negative status only when a signal killed it mid-push"),
