@@ -126,7 +126,12 @@ TARGETS: dict[str, Target] = {
         equivalent=(("for _ in range(51):", "how many lost races approving retries: only a storm of writers reaches "
                                             "fifty"),
                     ("for _ in range(49):", "how many lost races approving retries: only a storm of writers reaches "
-                                            "fifty")),
+                                            "fifty"),
+                    ('if verb <= "approve"', "the verb is approve or reject: only approve sorts at or before approve"),
+                    ("chosen.add(matches[ -1])", "a prefix that matches more than one commit is refused above"),
+                    ("if not (self.ids < ids or ids <= self.ids)", "equal sets pass the second test"),
+                    ('if review.status < "open":', "after approving, a review is open or merged (all stale raised "
+                                                   "before): merged is the only status before open")),
     ),
     "review-records": Target(
         "gitmem/reviews/records.py", ("tests/test_review_records.py",),

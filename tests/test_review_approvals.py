@@ -7,7 +7,7 @@ proposed again); these pin each refusal's words, each record's fields and the fi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import FrozenInstanceError, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -102,6 +102,10 @@ def test_fields_main_changed_are_taken_over_where_the_review_left_them() -> None
     both_none = base.replace(last_used=AT)
     assert merge_fields(both_none, base, base).last_used is None  # mine cleared it; main left it
     assert merge_fields(base, base.replace(text="mine"), base.replace(text="theirs")).text == "mine"
+    used = base.replace(last_used=AT)
+    assert merge_fields(used, used.replace(last_used=None), used.replace(last_used=later)).last_used == later
+    with pytest.raises(FrozenInstanceError):
+        RejectedMerge(frozenset(), {}).ids = frozenset({"a"})  # type: ignore[misc]
 
 
 def test_a_decision_on_another_version_is_refused() -> None:
@@ -224,6 +228,7 @@ def test_a_stale_commit_picked_merges_nothing_and_is_recorded(svc: MemoryService
     assert main_id(store) == head
     review = svc.reviews.get("default", number)
     assert review.commit_states == {ids[0]: "stale"} and review.status == "open"
+    assert store.head_id(review.branch) == review.head  # still open: its branch stays
     assert review.commit_notes[ids[0]].startswith(f"main changed the text of {memories[0].path}")
     assert review.stale_reason == f"{ids[0][:10]}: {review.commit_notes[ids[0]]}"
     # Approving all merges what is not stale, with the count of those.
@@ -345,6 +350,10 @@ def test_completion_leaves_complete_and_unparsable_files_alone(store: Store) -> 
                                            "notes.txt": b"---\ntype: fact\n---\n\nnot a memory path\n"}, "x", "edit"))
     tip = store.commit(str(oid))
     assert completed(store, tip, main, "rita") == tip
+    later = store.commit(str(store.write_commit(tip, Change({"fact/zz.md": b"---\ntype: fact\n---\n\nLater\n"},
+                                                            "y", "edit"))))
+    done = completed(store, later, main, "rita")  # the broken file before it does not stop it
+    assert done != later and concepts.parse(store.read("fact/zz.md", done) or b"", "fact/zz.md").text == "Later"
 
 
 def by_hand(store: Store, files: list[dict[str, bytes]]) -> tuple[str, str, list[str]]:
@@ -409,6 +418,10 @@ def test_a_kind_with_its_own_decider_is_decided_by_it(svc: MemoryService) -> Non
     assert settled.commit_states == dict.fromkeys(settled.approved_commits, "merged") and settled.approved_commits
     with pytest.raises(Conflict, match=f"^review #{number} is already merged$"):
         svc.reviews.settle("default", number, actor="root", merged_commit="m" * 40, summary="again")
+    other, _, _ = review_of(svc, 1)
+    svc.reviews.reject("default", other, actor="root", reason="no")
+    with pytest.raises(Conflict, match=f"^review #{other} is already rejected$"):
+        svc.reviews.settle("default", other, actor="root", merged_commit="m" * 40, summary="late")
 
 
 # --- rejecting --------------------------------------------------------------------------------------------
@@ -430,6 +443,8 @@ def test_a_reason_is_text_and_required_unless_one_commit_is_named(svc: MemorySer
     with pytest.raises(Conflict, match=f"^review #{number} has 1 commit to turn down now, not the 3 you saw; "
                                        "nothing was decided: look at it again$"):
         svc.reviews.reject("default", number, actor="rita", reason="no", expected=3)
+    with pytest.raises(Conflict, match=f"^review #{number} has 1 commit to turn down now, not the 0 you saw"):
+        svc.reviews.reject("default", number, actor="rita", reason="no", expected=0)
     rest = svc.reviews.reject("default", number, actor="rita", reason="None of it", expected=1)
     assert rest.status == "rejected" and rest.comments[-1]["text"] == "None of it"
     assert rest.commit_states == dict.fromkeys(ids, "skipped")
@@ -496,6 +511,25 @@ def test_approving_a_merge_points_links_at_what_the_merged_memories_became(svc: 
     head = store.head()
     assert head.message.startswith("relink 1 memory file to what merged memories became")
     assert concepts.parse(store.read(linking.path) or b"", linking.path).related == (kept.id,)
+
+
+def test_links_follow_only_the_merges_approved(svc: MemoryService, store: Store) -> None:
+    one, two = plant(svc, "Use ruff for linting"), plant(svc, "Deploy on Tuesdays")
+    linking = plant(svc, "Run the linters before the deploy", related=(one.id, two.id))
+    kept_one = concepts.Memory(id="0123456789", type="convention", text="Lint with ruff", title="Lint with ruff",
+                               path="convention/kept-one.md")
+    kept_two = concepts.Memory(id="9876543210", type="convention", text="Deploys on Tuesdays",
+                               title="Deploys on Tuesdays", path="convention/kept-two.md")
+    merges = [Change({one.path: None, kept_one.path: concepts.render(kept_one)}, "merge one", "consolidate",
+                     (one.id, kept_one.id)),
+              Change({two.path: None, kept_two.path: concepts.render(kept_two)}, "merge two", "consolidate",
+                     (two.id, kept_two.id))]
+    number = svc.reviews.propose("default", merges, title="Merges", author="gitmem", kind="consolidation").number
+    first, second = svc.reviews.diff("default", number)
+    svc.reviews.approve("default", number, actor="rita", commits=[second.id])
+    assert concepts.parse(store.read(linking.path) or b"", linking.path).related == (one.id, kept_two.id)
+    svc.reviews.approve("default", number, actor="rita", commits=[first.id])
+    assert concepts.parse(store.read(linking.path) or b"", linking.path).related == (kept_one.id, kept_two.id)
 
 
 def test_turned_down_merges_are_remembered_and_read_back(svc: MemoryService) -> None:
