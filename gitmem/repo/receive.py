@@ -14,6 +14,7 @@ check passed; a refused push deletes the folder and leaves the repository as it 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -193,9 +194,11 @@ class Quarantine:
             proc.stdin.write(first)
             while chunk := pack.read(64 * 1024):
                 proc.stdin.write(chunk)
-            proc.stdin.close()
         except BrokenPipeError:
             pass  # git stopped reading: its exit status and message say why
+        finally:
+            with contextlib.suppress(BrokenPipeError):  # what is left in the buffer has nowhere to go
+                proc.stdin.close()
         with proc.stderr:
             said = proc.stderr.read().decode("utf-8", "replace")
         if proc.wait() != 0:
