@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gitmem.repo import Namespace
+from gitmem import notify
+from gitmem.repo import Namespace, Store
 from gitmem.service import MemoryService
 from gitmem.settings import Settings
 
@@ -33,6 +34,25 @@ def svc(settings: Settings) -> Iterator[MemoryService]:
     service.init("default")
     yield service
     service.close()
+
+
+@pytest.fixture
+def store(svc: MemoryService) -> Store:
+    """The ``default`` namespace's git store, under ``svc``."""
+    return namespace_of(svc).store
+
+
+@pytest.fixture
+def events() -> Iterator[list[dict[str, object]]]:
+    """Every notification sent while the test runs (a review opened, a memory changed...), in order."""
+    seen: list[dict[str, object]] = []
+
+    def record(settings: Settings, event: dict[str, object]) -> None:
+        seen.append(event)
+
+    notify.subscribe(record)
+    yield seen
+    notify.unsubscribe(record)
 
 
 def git(repo: Path, *args: str, input: str | None = None) -> str:

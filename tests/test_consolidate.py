@@ -50,18 +50,6 @@ def texts(svc: MemoryService, state: str = "active") -> list[str]:
 
 
 @pytest.fixture
-def events() -> Iterator[list[dict[str, Any]]]:
-    seen: list[dict[str, Any]] = []
-
-    def listen(settings: Settings, event: dict[str, Any]) -> None:
-        seen.append(event)
-
-    notify.subscribe(listen)
-    yield seen
-    notify.unsubscribe(listen)
-
-
-@pytest.fixture
 def llm_server() -> Iterator[Callable[[Callable[[Request], Any]], tuple[FakeOpenAI, OpenAICompatible]]]:
     """Start a fake OpenAI server with a responder; returns it with a client pointed at it."""
     started: list[Any] = []
@@ -333,7 +321,6 @@ def test_lifecycle_passes(svc: MemoryService, llm_server: Any) -> None:
     assert states[fresh.id] == states[tenured.id] == "active"
     archived = svc.show("default", stale.id)
     assert archived.archived_reason and "never used" in archived.archived_reason
-
 
 
 def test_verified_never_used_memories_are_neither_archived_nor_judged(svc: MemoryService) -> None:

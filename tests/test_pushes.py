@@ -10,14 +10,14 @@ from __future__ import annotations
 import io
 import re
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pygit2
 import pytest
 
-from gitmem import concepts, notify
+from gitmem import concepts
 from gitmem.errors import InvalidInput, RefRaceLost
 from gitmem.pushes import Outcome, Pushes, ReviewPlan, _slug
 from gitmem.repo import MAIN, Store
@@ -95,25 +95,8 @@ def pushes(svc: MemoryService, settings: Settings, main_moves: list[str]) -> Pus
 
 
 @pytest.fixture
-def store(svc: MemoryService) -> Store:
-    return namespace_of(svc).store
-
-
-@pytest.fixture
 def clone(store: Store, tmp_path: Path) -> Clone:
     return Clone(store, tmp_path / "clone.git")
-
-
-@pytest.fixture
-def events() -> Iterator[list[dict[str, object]]]:
-    seen: list[dict[str, object]] = []
-
-    def record(settings: Settings, event: dict[str, object]) -> None:
-        seen.append(event)
-
-    notify.subscribe(record)
-    yield seen
-    notify.unsubscribe(record)
 
 
 def state(store: Store) -> tuple[list[tuple[str, str]], list[str]]:

@@ -6,7 +6,6 @@ proposed again); these pin each refusal's words, each record's fields and the fi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import FrozenInstanceError, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -14,7 +13,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from gitmem import concepts, notify
+from gitmem import concepts
 from gitmem.errors import Conflict, InvalidInput, StaleReview
 from gitmem.repo import MAIN, Change, Store
 from gitmem.reviews import CLOSED_PREFIX, RejectedMerge, Review, completed
@@ -32,23 +31,6 @@ AT = datetime(2026, 1, 2, tzinfo=UTC)
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", embeddings="none")
-
-
-@pytest.fixture
-def store(svc: MemoryService) -> Store:
-    return namespace_of(svc).store
-
-
-@pytest.fixture
-def events() -> Iterator[list[dict[str, object]]]:
-    seen: list[dict[str, object]] = []
-
-    def record(settings: Settings, event: dict[str, object]) -> None:
-        seen.append(event)
-
-    notify.subscribe(record)
-    yield seen
-    notify.unsubscribe(record)
 
 
 def amend(memory: concepts.Memory, text: str) -> Change:

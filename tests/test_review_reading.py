@@ -23,11 +23,6 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", embeddings="none")
 
 
-@pytest.fixture
-def store(svc: MemoryService) -> Store:
-    return namespace_of(svc).store
-
-
 def amend(memory: concepts.Memory, text: str) -> Change:
     new = memory.replace(text=text, title=concepts.title_from(text), description=concepts.description_from(text))
     return Change({memory.path: concepts.render(new)}, f"amend: {memory.title}", "amend", (memory.id,), None, "sam",

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import FrozenInstanceError, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from gitmem import notify
 from gitmem.errors import Conflict, InvalidInput, ReviewNotFound
 from gitmem.repo import MAIN, Change, Store
 from gitmem.reviews import REVIEWS_REF, STATUSES, Review, review_number
@@ -26,23 +24,6 @@ AT = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(home=tmp_path / "home", embeddings="none")
-
-
-@pytest.fixture
-def store(svc: MemoryService) -> Store:
-    return namespace_of(svc).store
-
-
-@pytest.fixture
-def events() -> Iterator[list[dict[str, object]]]:
-    seen: list[dict[str, object]] = []
-
-    def record(settings: Settings, event: dict[str, object]) -> None:
-        seen.append(event)
-
-    notify.subscribe(record)
-    yield seen
-    notify.unsubscribe(record)
 
 
 def changes(n: int, start: int = 0) -> list[Change]:
