@@ -190,12 +190,14 @@ TARGETS: dict[str, Target] = {
     ),
     "review-decisions": Target(
         "gitmem/reviews/decisions.py", ("tests/test_review_approvals.py",),
-        equivalent=(("for _ in range(51):", "how many lost races approving retries: only a storm of writers reaches "
-                                            "fifty"),
-                    ("for _ in range(49):", "how many lost races approving retries: only a storm of writers reaches "
-                                            "fifty"),
-                    ('if verb <= "approve"', "the verb is approve or reject: only approve sorts at or before approve"),
+        equivalent=(('if verb <= "approve"', "the verb is approve or reject: only approve sorts at or before approve"),
                     ("chosen.add(matches[ -1])", "a prefix that matches more than one commit is refused above"),
+                    ("review.state_of(matches[ -1])", "a prefix that matches no commit or more than one is refused "
+                                                      "above: matches holds one id"),
+                    ("{matches[ -1][:10]}", "a prefix that matches no commit or more than one is refused above: "
+                                            "matches holds one id"),
+                    ("if len(matches) != 1:", "a prefix that matches no commit is refused just above: not one is "
+                                              "more than one"),
                     ("if not (self.ids < ids or ids <= self.ids)", "equal sets pass the second test"),
                     ('if review.status < "open":', "after approving, a review is open or merged (all stale raised "
                                                    "before): merged is the only status before open")),
